@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+// ChatLink: a WebSocket chat daemon for Linux (chatlinkd) and its control command (chatlinkctl).
+// No package dependencies: nothing can be fetched on the build machines. C libraries come from
+// Debian's -dev packages through system-library targets.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+  name: "ChatLink",
+  products: [
+    .executable(name: "chatlinkd", targets: ["chatlinkd"]),
+    .executable(name: "chatlinkctl", targets: ["chatlinkctl"]),
+    .executable(name: "chatlink-autobahn", targets: ["chatlink-autobahn"]),
+    .library(name: "WebSocket", targets: ["WebSocket"]),
+  ],
+  targets: [
+    .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
+    // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
+    .target(name: "WebSocket", dependencies: ["CZlib", "COpenSSL"], swiftSettings: strict),
+    // sd-event wrapper, sd_notify, journald logging.
+    .target(name: "EventLoop", dependencies: ["CSystemd"], swiftSettings: strict),
+    // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.
+    .target(name: "Transport", dependencies: ["EventLoop", "COpenSSL"], swiftSettings: strict),
+    // Drives a WebSocket.ClientConnection over a Transport stream on the loop.
+    .target(
+      name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
+      swiftSettings: strict),
+
+    .executableTarget(
+      name: "chatlinkd", dependencies: ["WebSocketClient", "EventLoop"], swiftSettings: strict),
+    .executableTarget(name: "chatlinkctl", dependencies: [], swiftSettings: strict),
+    .executableTarget(
+      name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
+      swiftSettings: strict),
+
+    .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
+    .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
+    .testTarget(
+      name: "TransportTests", dependencies: ["Transport", "WebSocketClient", "EventLoop"],
+      swiftSettings: strict),
+  ]
+)

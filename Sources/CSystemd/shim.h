@@ -1,0 +1,19 @@
+// Wrappers for what Swift cannot import from libsystemd directly. No logic lives here.
+#ifndef CHATLINK_CSYSTEMD_SHIM_H
+#define CHATLINK_CSYSTEMD_SHIM_H
+#include <systemd/sd-event.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/signalfd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+
+static inline int chatlink_sd_event_signal_procmask(int sig) { return sig | SD_EVENT_SIGNAL_PROCMASK; }
+static inline int chatlink_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+  return accept4(fd, addr, len, flags);
+}
+static inline int chatlink_sock_nonblock_cloexec(void) { return SOCK_NONBLOCK | SOCK_CLOEXEC; }
+static inline int chatlink_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+#endif

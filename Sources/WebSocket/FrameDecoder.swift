@@ -1,0 +1,177 @@
+/// An incremental WebSocket frame decoder (RFC 6455 §5.2): a pure state machine.
+///
+/// Feed it bytes as they arrive, split anywhere, with `append`; then call `next()` until it
+/// answers `.needMoreData`. Header rules (opcodes, reserved bits, masking direction, control
+/// frame limits, the frame size limit) are checked as soon as the header is complete, so a
+/// bad frame fails before its payload is buffered.
+public struct FrameDecoder: Sendable {
+  /// What one parse step produced.
+  public enum Step: Sendable, Hashable {
+    /// Not enough bytes for the next frame yet.
+    case needMoreData
+    /// A complete frame, payload unmasked.
+    case frame(Frame)
+  }
+
+  /// Which side of the connection is decoding: clients receive unmasked frames only, servers
+  /// masked frames only (RFC 6455 §5.1).
+  public enum Role: Sendable {
+    case client
+    case server
+  }
+
+  private enum State: Sendable {
+    case header
+    case payload(FrameHeader, collected: [UInt8])
+  }
+
+  /// The largest frame payload accepted; larger frames fail with 1009.
+  public var maxFrameSize: Int
+  /// Whether RSV1 is defined (permessage-deflate was negotiated).
+  public var allowsCompressedBit: Bool
+  /// The decoding side.
+  public let role: Role
+
+  private var buffer: [UInt8] = []
+  private var readIndex = 0
+  private var state = State.header
+
+  /// Creates a decoder.
+  public init(role: Role = .client, maxFrameSize: Int = 16 << 20, allowsCompressedBit: Bool = false)
+  {
+    self.role = role
+    self.maxFrameSize = maxFrameSize
+    self.allowsCompressedBit = allowsCompressedBit
+  }
+
+  /// Bytes received but not yet returned as part of a frame.
+  public var bufferedByteCount: Int {
+    let pending = buffer.count - readIndex
+    if case .payload(_, let collected) = state { return pending + collected.count }
+    return pending
+  }
+
+  /// The header and payload prefix of a frame whose payload is still arriving.
+  ///
+  /// Lets the message layer validate UTF-8 of a long text frame before it is complete.
+  public var partialFrame: (header: FrameHeader, payloadPrefix: [UInt8])? {
+    if case .payload(let header, let collected) = state { return (header, collected) }
+    return nil
+  }
+
+  /// Adds received bytes.
+  public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    guard bytes.count > 0 else { return }
+    if readIndex == buffer.count {
+      buffer.removeAll(keepingCapacity: true)
+      readIndex = 0
+    } else if readIndex >= 4096 && readIndex * 2 >= buffer.count {
+      // Compact only when the dead prefix dominates, so each byte moves O(1) times.
+      buffer.removeSubrange(0..<readIndex)
+      readIndex = 0
+    }
+    buffer.append(contentsOf: bytes)
+  }
+
+  /// Adds received bytes.
+  public mutating func append(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { append($0) }
+  }
+
+  /// Runs one parse step.
+  public mutating func next() throws(ProtocolViolation) -> Step {
+    switch state {
+    case .header:
+      guard let header = try parseHeader() else { return .needMoreData }
+      let available = buffer.count - readIndex
+      if available >= header.payloadLength {
+        // The common case: the whole frame is in the buffer; copy its payload once.
+        var payload = Array(buffer[readIndex..<(readIndex + header.payloadLength)])
+        readIndex += header.payloadLength
+        Self.unmask(&payload, header: header, offset: 0)
+        return .frame(Frame(header: header, payload: payload))
+      }
+      // A long frame: collect its payload on the side so the input buffer stays small.
+      var collected = [UInt8]()
+      collected.reserveCapacity(header.payloadLength)
+      collected.append(contentsOf: buffer[readIndex...])
+      readIndex = buffer.count
+      state = .payload(header, collected: collected)
+      return .needMoreData
+
+    case .payload(let header, var collected):
+      state = .header  // Drop the state's reference so `collected` grows in place.
+      let wanted = header.payloadLength - collected.count
+      let take = min(wanted, buffer.count - readIndex)
+      collected.append(contentsOf: buffer[readIndex..<(readIndex + take)])
+      readIndex += take
+      guard collected.count == header.payloadLength else {
+        state = .payload(header, collected: collected)
+        return .needMoreData
+      }
+      Self.unmask(&collected, header: header, offset: 0)
+      return .frame(Frame(header: header, payload: collected))
+    }
+  }
+
+  private static func unmask(_ payload: inout [UInt8], header: FrameHeader, offset: Int) {
+    guard let key = header.maskingKey else { return }
+    payload.withUnsafeMutableBytes { key.apply(to: $0, offset: offset) }
+  }
+
+  /// Parses a header when all of it is buffered; nil when more bytes are needed.
+  private mutating func parseHeader() throws(ProtocolViolation) -> FrameHeader? {
+    let available = buffer.count - readIndex
+    guard available >= 2 else { return nil }
+    let b0 = buffer[readIndex]
+    let b1 = buffer[readIndex + 1]
+    let masked = b1 & 0x80 != 0
+    let shortLength = b1 & 0x7F
+    let lengthBytes = shortLength == 126 ? 2 : (shortLength == 127 ? 8 : 0)
+    let headerSize = 2 + lengthBytes + (masked ? 4 : 0)
+
+    // Everything decidable from the first two bytes fails before we wait for the rest.
+    guard let opcode = Opcode(rawValue: b0 & 0x0F) else {
+      throw .reservedOpcode(b0 & 0x0F)
+    }
+    let fin = b0 & 0x80 != 0
+    let rsv1 = b0 & 0x40 != 0
+    let rsv2 = b0 & 0x20 != 0
+    let rsv3 = b0 & 0x10 != 0
+    if rsv2 || rsv3 || (rsv1 && !allowsCompressedBit) {
+      throw .reservedBitsSet(rsv1: rsv1, rsv2: rsv2, rsv3: rsv3)
+    }
+    if rsv1 && opcode.isControl { throw .compressedBitOnWrongFrame(opcode) }
+    if opcode.isControl {
+      if !fin { throw .fragmentedControlFrame(opcode) }
+      if shortLength > 125 { throw .controlFrameTooLong(Int(shortLength)) }
+    }
+    switch role {
+    case .client where masked: throw .maskedFrameFromServer
+    case .server where !masked: throw .unmaskedFrameFromClient
+    default: break
+    }
+
+    guard available >= headerSize else { return nil }
+    var length = UInt64(shortLength)
+    var cursor = readIndex + 2
+    if lengthBytes > 0 {
+      length = 0
+      for _ in 0..<lengthBytes {
+        length = length << 8 | UInt64(buffer[cursor])
+        cursor += 1
+      }
+      if length & (1 << 63) != 0 { throw .invalidPayloadLength }
+    }
+    if length > UInt64(maxFrameSize) { throw .frameTooLarge(length: length, limit: maxFrameSize) }
+    var key: MaskingKey?
+    if masked {
+      key = MaskingKey(buffer[cursor], buffer[cursor + 1], buffer[cursor + 2], buffer[cursor + 3])
+      cursor += 4
+    }
+    readIndex = cursor
+    return FrameHeader(
+      fin: fin, rsv1: rsv1, rsv2: rsv2, rsv3: rsv3, opcode: opcode, maskingKey: key,
+      payloadLength: Int(length))
+  }
+}

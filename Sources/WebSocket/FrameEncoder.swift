@@ -1,0 +1,72 @@
+/// Writes frames onto an output buffer (RFC 6455 §5.2), masking client frames (§5.3).
+///
+/// The encoder appends to a caller-owned buffer so a burst of messages becomes one write.
+public struct FrameEncoder {
+  /// The generator of masking keys; nil encodes unmasked (server-side) frames.
+  private var random: (any RandomNumberGenerator)?
+
+  /// Creates an encoder that masks every frame with keys drawn from `random`.
+  public init(masking random: some RandomNumberGenerator) {
+    self.random = random
+  }
+
+  /// Creates an encoder for unmasked frames, as a server sends them.
+  public init() {
+    self.random = nil
+  }
+
+  /// The header size for a payload length, mask included.
+  public func headerSize(payloadLength: Int) -> Int {
+    let lengthBytes = payloadLength < 126 ? 0 : (payloadLength <= 0xFFFF ? 2 : 8)
+    return 2 + lengthBytes + (random == nil ? 0 : 4)
+  }
+
+  /// Appends one frame with `payload` to `output`.
+  public mutating func encode(
+    opcode: Opcode, fin: Bool = true, rsv1: Bool = false, payload: UnsafeRawBufferPointer,
+    into output: inout [UInt8]
+  ) {
+    let length = payload.count
+    var b0: UInt8 = opcode.rawValue
+    if fin { b0 |= 0x80 }
+    if rsv1 { b0 |= 0x40 }
+    let maskBit: UInt8 = random == nil ? 0 : 0x80
+    output.append(b0)
+    if length < 126 {
+      output.append(maskBit | UInt8(length))
+    } else if length <= 0xFFFF {
+      output.append(maskBit | 126)
+      output.append(UInt8(length >> 8))
+      output.append(UInt8(length & 0xFF))
+    } else {
+      output.append(maskBit | 127)
+      let wide = UInt64(length)
+      for shift in stride(from: 56, through: 0, by: -8) {
+        output.append(UInt8(truncatingIfNeeded: wide >> UInt64(shift)))
+      }
+    }
+    let start = output.count
+    guard random != nil else {
+      output.append(contentsOf: payload)
+      return
+    }
+    // Draw in place: copying the generator out and back would copy its pool.
+    let key = MaskingKey(using: &random!)
+    output.append(key.bytes.0)
+    output.append(key.bytes.1)
+    output.append(key.bytes.2)
+    output.append(key.bytes.3)
+    output.append(contentsOf: payload)
+    output.withUnsafeMutableBytes { raw in
+      key.apply(to: UnsafeMutableRawBufferPointer(rebasing: raw[(start + 4)...]))
+    }
+  }
+
+  /// Appends one frame with `payload` to `output`.
+  public mutating func encode(
+    opcode: Opcode, fin: Bool = true, rsv1: Bool = false, payload: [UInt8],
+    into output: inout [UInt8]
+  ) {
+    payload.withUnsafeBytes { encode(opcode: opcode, fin: fin, rsv1: rsv1, payload: $0, into: &output) }
+  }
+}

@@ -1,0 +1,350 @@
+import EventLoop
+import Transport
+import WebSocket
+
+/// Receives a client's events on the loop.
+public protocol WebSocketClientDelegate: AnyObject {
+  /// The handshake completed; messages may be sent.
+  func webSocketDidOpen(_ client: WebSocketClient, handshake: ClientHandshake.Result)
+  /// A complete message arrived.
+  func webSocket(_ client: WebSocketClient, didReceive message: Message)
+  /// A pong arrived.
+  func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8])
+  /// A ping arrived (already answered).
+  func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8])
+  /// The connection is over and its socket closed; the client can be dropped.
+  func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect)
+}
+
+extension WebSocketClientDelegate {
+  public func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {}
+  public func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8]) {}
+}
+
+/// One WebSocket connection over TCP or TLS, driven by the event loop.
+///
+/// It glues a `Connector` (transport), a `ClientConnection` (protocol) and timers. A client
+/// connects once; reconnecting means making a new one, so no state leaks between connections.
+public final class WebSocketClient: ByteStreamDelegate {
+  /// What to connect to and how.
+  public struct Configuration: Sendable {
+    /// The server.
+    public var url: WebSocketURL
+    /// Extra handshake headers (Authorization, Origin, …).
+    public var headers: HTTPHeaders
+    /// Subprotocols to offer.
+    public var subprotocols: [String]
+    /// permessage-deflate to offer; nil offers none.
+    public var deflate: PerMessageDeflateOptions?
+    /// Frame, message and handshake size limits.
+    public var limits: ClientConnection.Limits
+    /// Time allowed for DNS, TCP, TLS and the upgrade together.
+    public var connectTimeout: Microseconds
+    /// Time allowed for the peer's close frame and TCP close after a close is under way.
+    public var closeTimeout: Microseconds
+
+    /// Creates a configuration with defaults: deflate offered, 16 MiB limits, 10 s connect
+    /// timeout, 3 s close timeout.
+    public init(
+      url: WebSocketURL, headers: HTTPHeaders = HTTPHeaders(), subprotocols: [String] = [],
+      deflate: PerMessageDeflateOptions? = PerMessageDeflateOptions(),
+      limits: ClientConnection.Limits = ClientConnection.Limits(),
+      connectTimeout: Microseconds = 10_000_000, closeTimeout: Microseconds = 3_000_000
+    ) {
+      self.url = url
+      self.headers = headers
+      self.subprotocols = subprotocols
+      self.deflate = deflate
+      self.limits = limits
+      self.connectTimeout = connectTimeout
+      self.closeTimeout = closeTimeout
+    }
+  }
+
+  /// Why a connection ended.
+  public enum Disconnect: Sendable, CustomStringConvertible {
+    /// The server refused the upgrade or answered wrongly.
+    case handshakeFailed(HandshakeError)
+    /// DNS, TCP or TLS failed, or the connection was lost.
+    case transportFailed(TransportError)
+    /// The connection had opened and is now closed (cleanly or not).
+    case closed(CloseInfo)
+
+    public var description: String {
+      switch self {
+      case .handshakeFailed(let error): "\(error)"
+      case .transportFailed(let error): "\(error)"
+      case .closed(let info): "\(info)"
+      }
+    }
+  }
+
+  /// Where the client is in its life.
+  public enum Phase: Sendable, Hashable {
+    case idle, connecting, upgrading, open, closing, closed
+  }
+
+  public weak var delegate: (any WebSocketClientDelegate)?
+  /// The configuration in use.
+  public let configuration: Configuration
+  /// The current phase.
+  public private(set) var phase = Phase.idle
+
+  private let loop: EventLoop
+  private let resolver: Resolver
+  private let tlsContext: TLSContext?
+  private var random: any RandomNumberGenerator
+  private var connector: Connector?
+  private var stream: SocketStream?
+  private var connection: ClientConnection?
+  private var deadlineTimer: Timer?
+  private var flushScheduled = false
+  private var pendingDisconnect: Disconnect?
+
+  /// Creates a client; `tlsContext` is needed for wss:// URLs.
+  public init(
+    loop: EventLoop, resolver: Resolver, tlsContext: TLSContext?, configuration: Configuration,
+    random: some RandomNumberGenerator = SecureRandomGenerator()
+  ) {
+    self.loop = loop
+    self.resolver = resolver
+    self.tlsContext = tlsContext
+    self.configuration = configuration
+    self.random = random
+  }
+
+  deinit {
+    connector?.cancel()
+    stream?.close()
+  }
+
+  /// The peer address and TLS version, once connected.
+  public var peerDescription: String? { stream?.peerDescription }
+
+  /// Bytes queued but not yet taken by the kernel.
+  public var bufferedAmount: Int {
+    (connection?.outboundCount ?? 0) + (stream?.pendingWriteCount ?? 0)
+  }
+
+  /// Connects; progress arrives through the delegate.
+  public func connect() {
+    guard phase == .idle else { return }
+    phase = .connecting
+    do {
+      deadlineTimer = try loop.makeTimer { [unowned self] in self.deadlineExpired() }
+    } catch {
+      end(.transportFailed(.system(error)))
+      return
+    }
+    deadlineTimer?.schedule(after: configuration.connectTimeout)
+    let url = configuration.url
+    let connector = Connector(
+      loop: loop, resolver: resolver,
+      endpoint: Endpoint(host: url.host, port: url.port, useTLS: url.secure),
+      tlsContext: tlsContext, timeout: configuration.connectTimeout)
+    self.connector = connector
+    connector.start { [weak self] result in
+      guard let self else { return }
+      self.connector = nil
+      switch result {
+      case .success(let stream): self.transportConnected(stream)
+      case .failure(let error): self.end(.transportFailed(error))
+      }
+    }
+  }
+
+  private func transportConnected(_ stream: SocketStream) {
+    let handshake: ClientHandshake
+    do {
+      handshake = try ClientHandshake(
+        url: configuration.url, headers: configuration.headers,
+        subprotocols: configuration.subprotocols, deflate: configuration.deflate, random: &random)
+    } catch {
+      stream.close()
+      end(.handshakeFailed(error))
+      return
+    }
+    phase = .upgrading
+    self.stream = stream
+    stream.delegate = self
+    connection = ClientConnection(handshake: handshake, limits: configuration.limits, random: random)
+    flush()
+  }
+
+  /// Sends a text message.
+  public func send(text: String) throws(ClientConnection.SendError) {
+    guard let connection else { throw .notOpen(.handshaking) }
+    try connection.send(text: text)
+    scheduleFlush()
+  }
+
+  /// Sends a text message from UTF-8 bytes.
+  public func send(text: UnsafeRawBufferPointer) throws(ClientConnection.SendError) {
+    guard let connection else { throw .notOpen(.handshaking) }
+    try connection.send(text: text)
+    scheduleFlush()
+  }
+
+  /// Sends a message.
+  public func send(_ message: Message) throws(ClientConnection.SendError) {
+    guard let connection else { throw .notOpen(.handshaking) }
+    try connection.send(message)
+    scheduleFlush()
+  }
+
+  /// Sends a ping.
+  public func ping(_ payload: [UInt8] = []) throws(ClientConnection.SendError) {
+    guard let connection else { throw .notOpen(.handshaking) }
+    try connection.ping(payload)
+    scheduleFlush()
+  }
+
+  /// Starts the closing handshake; `didDisconnect` follows when it completes or times out.
+  public func close(code: CloseCode = .normalClosure, reason: String = "") {
+    switch phase {
+    case .idle, .closed:
+      return
+    case .connecting, .upgrading:
+      connector?.cancel()
+      connector = nil
+      stream?.close()
+      end(.transportFailed(.timedOut(phase: "connecting (cancelled)", seconds: 0)))
+    case .open:
+      guard let connection else { return }
+      try? connection.close(code: code, reason: reason)
+      beginClosing()
+      flush()
+    case .closing:
+      return
+    }
+  }
+
+  /// Drops the connection at once, without a close handshake (e.g. a dead peer).
+  public func abort(_ error: TransportError) {
+    connector?.cancel()
+    connector = nil
+    end(.transportFailed(error))
+  }
+
+  // MARK: ByteStreamDelegate
+
+  public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+    guard let connection else { return }
+    connection.receive(bytes)
+    while phase != .closed, let event = connection.nextEvent() {
+      handle(event)
+    }
+    // One write per read: pongs and close replies go out together.
+    flush()
+  }
+
+  public func streamDidDrain(_ stream: any ByteStream) {}
+
+  public func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+    self.stream = nil
+    if let pendingDisconnect {
+      // The closing handshake finished and the server closed TCP, as it should.
+      end(pendingDisconnect)
+      return
+    }
+    switch connection?.transportClosed() {
+    case .closed(let info):
+      if let error, case .transport = info.initiator {
+        end(.transportFailed(error))
+      } else {
+        end(.closed(info))
+      }
+    case .handshakeFailed(let handshakeError):
+      end(error.map { .transportFailed($0) } ?? .handshakeFailed(handshakeError))
+    default:
+      end(.transportFailed(error ?? .tls("connection closed")))
+    }
+  }
+
+  // MARK: Internals
+
+  private func handle(_ event: ClientConnection.Event) {
+    switch event {
+    case .opened(let result):
+      deadlineTimer?.disarm()
+      phase = .open
+      delegate?.webSocketDidOpen(self, handshake: result)
+    case .handshakeFailed(let error):
+      stream?.close()
+      stream = nil
+      end(.handshakeFailed(error))
+    case .message(let message):
+      delegate?.webSocket(self, didReceive: message)
+    case .ping(let payload):
+      delegate?.webSocket(self, didReceivePing: payload)
+    case .pong(let payload):
+      delegate?.webSocket(self, didReceivePong: payload)
+    case .closed(let info):
+      // The closing handshake is done (or failed). RFC 6455 §7.1.1: the server closes TCP
+      // first; wait for that, briefly, before closing ourselves.
+      pendingDisconnect = .closed(info)
+      beginClosing()
+    }
+    if phase == .open, connection?.state == .closing {
+      // We failed the connection (protocol violation): a close frame is queued.
+      beginClosing()
+    }
+  }
+
+  private func beginClosing() {
+    guard phase != .closing && phase != .closed else { return }
+    phase = .closing
+    deadlineTimer?.schedule(after: configuration.closeTimeout)
+  }
+
+  private func deadlineExpired() {
+    switch phase {
+    case .connecting, .upgrading:
+      let what = phase == .connecting ? (connector?.currentPhase ?? "connecting") : "upgrading"
+      connector?.cancel()
+      connector = nil
+      stream?.close()
+      stream = nil
+      end(
+        .transportFailed(
+          .timedOut(phase: what, seconds: Double(configuration.connectTimeout) / 1_000_000)))
+    case .closing:
+      stream?.close()
+      stream = nil
+      if let pendingDisconnect {
+        end(pendingDisconnect)
+      } else if let event = connection?.transportClosed(), case .closed(let info) = event {
+        end(.closed(info))
+      } else {
+        end(.transportFailed(.timedOut(phase: "closing", seconds: 0)))
+      }
+    default:
+      break
+    }
+  }
+
+  private func scheduleFlush() {
+    guard !flushScheduled else { return }
+    flushScheduled = true
+    // Sends made in one loop iteration leave in one write.
+    loop.post { [weak self] in
+      self?.flushScheduled = false
+      self?.flush()
+    }
+  }
+
+  private func flush() {
+    guard let connection, let stream, connection.hasOutbound else { return }
+    stream.write(connection.takeOutbound())
+  }
+
+  private func end(_ reason: Disconnect) {
+    guard phase != .closed else { return }
+    phase = .closed
+    deadlineTimer?.cancel()
+    deadlineTimer = nil
+    stream?.close()
+    stream = nil
+    delegate?.webSocket(self, didDisconnect: reason)
+  }
+}
