@@ -44,7 +44,8 @@ public struct JournalSink: LogSink {
       return
     }
     buffers[index].withUnsafeBytes { raw in
-      vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+      vectors.append(
+        iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
       withPinned(buffers, index: index + 1, into: &vectors, body)
     }
   }

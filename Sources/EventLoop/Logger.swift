@@ -70,7 +70,8 @@ public struct Logger: Sendable {
 
   /// Logs `message` at `level` with extra metadata.
   public func log(
-    _ level: Level, _ message: @autoclosure () -> String, _ extra: KeyValuePairs<String, String> = [:],
+    _ level: Level, _ message: @autoclosure () -> String,
+    _ extra: KeyValuePairs<String, String> = [:],
     file: String = #fileID, line: Int = #line
   ) {
     guard level >= logLevel else { return }
@@ -126,6 +127,7 @@ public struct Logger: Sendable {
 
 /// One log message on its way to a sink.
 public struct LogRecord: Sendable {
+  /// Severity.
   public var level: Logger.Level
   public var label: String
   public var message: String
@@ -133,12 +135,26 @@ public struct LogRecord: Sendable {
   public var file: String
   public var line: Int
 
+  /// Creates a record.
+  public init(
+    level: Logger.Level, label: String, message: String, metadata: Logger.Metadata, file: String,
+    line: Int
+  ) {
+    self.level = level
+    self.label = label
+    self.message = message
+    self.metadata = metadata
+    self.file = file
+    self.line = line
+  }
+
   /// The message followed by `key=value` pairs, quoted where needed: what a human reads.
   public var renderedText: String {
     var text = message
     for (key, value) in metadata {
       text += " \(key)="
-      let needsQuotes = value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" })
+      let needsQuotes =
+        value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" })
       if needsQuotes {
         text += "\"" + value.replacingAll("\"", with: "\\\"") + "\""
       } else {

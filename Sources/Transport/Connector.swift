@@ -128,7 +128,8 @@ public final class Connector {
 
   private func openSocket(to address: SocketAddress) -> Result<Attempt, SystemError> {
     let fd = socket(
-      address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+      address.family,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
         | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return .failure(.last("socket")) }
     var one: Int32 = 1
@@ -142,7 +143,8 @@ public final class Connector {
     }
     let attempt = Attempt(fd: fd, address: address)
     do {
-      attempt.watcher = try loop.watch(fd: fd, events: .writable) { [unowned self, unowned attempt] _ in
+      attempt.watcher = try loop.watch(fd: fd, events: .writable) {
+        [unowned self, unowned attempt] _ in
         self.attemptBecameWritable(attempt)
       }
     } catch {

@@ -67,6 +67,8 @@ public struct FrameEncoder {
     opcode: Opcode, fin: Bool = true, rsv1: Bool = false, payload: [UInt8],
     into output: inout [UInt8]
   ) {
-    payload.withUnsafeBytes { encode(opcode: opcode, fin: fin, rsv1: rsv1, payload: $0, into: &output) }
+    payload.withUnsafeBytes {
+      encode(opcode: opcode, fin: fin, rsv1: rsv1, payload: $0, into: &output)
+    }
   }
 }

@@ -42,8 +42,10 @@ public enum HandshakeError: Error, Sendable, Hashable, CustomStringConvertible {
     case .missingConnectionUpgrade(let found):
       return "response lacks 'Connection: Upgrade' (found \(found.map { "'\($0)'" } ?? "none"))"
     case .invalidAccept(let expected, let found):
-      return "Sec-WebSocket-Accept is \(found.map { "'\($0)'" } ?? "missing"), expected '\(expected)'"
-    case .unexpectedSubprotocol(let p): return "server chose subprotocol '\(p)' that was not offered"
+      return
+        "Sec-WebSocket-Accept is \(found.map { "'\($0)'" } ?? "missing"), expected '\(expected)'"
+    case .unexpectedSubprotocol(let p):
+      return "server chose subprotocol '\(p)' that was not offered"
     case .unsupportedExtension(let e): return "server chose extension '\(e)' that was not offered"
     case .invalidExtension(let why): return "invalid extension response: \(why)"
     case .invalidRequestHeader(let why): return "invalid request header: \(why)"

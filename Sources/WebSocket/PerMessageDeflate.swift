@@ -69,16 +69,21 @@ public struct PerMessageDeflateOptions: Sendable, Hashable {
       }
       switch key {
       case "server_no_context_takeover":
-        guard value == nil else { throw .invalidExtension("permessage-deflate: \(key) takes no value") }
+        guard value == nil else {
+          throw .invalidExtension("permessage-deflate: \(key) takes no value")
+        }
         result.serverNoContextTakeover = true
       case "client_no_context_takeover":
-        guard value == nil else { throw .invalidExtension("permessage-deflate: \(key) takes no value") }
+        guard value == nil else {
+          throw .invalidExtension("permessage-deflate: \(key) takes no value")
+        }
         result.clientNoContextTakeover = true
       case "server_max_window_bits":
         let bits = try Self.windowBits(key, value)
         // §7.1.2.1: the server may not exceed a window we asked for.
         if let asked = requestServerMaxWindowBits, bits > asked {
-          throw .invalidExtension("permessage-deflate: server_max_window_bits=\(bits) exceeds \(asked)")
+          throw .invalidExtension(
+            "permessage-deflate: server_max_window_bits=\(bits) exceeds \(asked)")
         }
         result.serverMaxWindowBits = bits
       case "client_max_window_bits":
@@ -88,7 +93,8 @@ public struct PerMessageDeflateOptions: Sendable, Hashable {
         }
         let bits = try Self.windowBits(key, value)
         if case .value(let offered) = clientMaxWindowBits, bits > offered {
-          throw .invalidExtension("permessage-deflate: client_max_window_bits=\(bits) exceeds \(offered)")
+          throw .invalidExtension(
+            "permessage-deflate: client_max_window_bits=\(bits) exceeds \(offered)")
         }
         result.clientMaxWindowBits = bits
       default:

@@ -167,7 +167,8 @@ public final class WebSocketClient: ByteStreamDelegate {
     phase = .upgrading
     self.stream = stream
     stream.delegate = self
-    connection = ClientConnection(handshake: handshake, limits: configuration.limits, random: random)
+    connection = ClientConnection(
+      handshake: handshake, limits: configuration.limits, random: random)
     flush()
   }
 

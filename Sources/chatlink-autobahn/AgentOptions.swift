@@ -34,7 +34,9 @@ struct AgentOptions {
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
       func value() throws(ParseError) -> String {
-        guard let value = iterator.next() else { throw ParseError(description: "\(argument) needs a value") }
+        guard let value = iterator.next() else {
+          throw ParseError(description: "\(argument) needs a value")
+        }
         return value
       }
       switch argument {
@@ -70,7 +72,8 @@ extension String {
   func matches(pattern: String) -> Bool {
     let text = Array(self)
     let pat = Array(pattern)
-    var memo = [[Bool?]](repeating: [Bool?](repeating: nil, count: pat.count + 1), count: text.count + 1)
+    var memo = [[Bool?]](
+      repeating: [Bool?](repeating: nil, count: pat.count + 1), count: text.count + 1)
     func match(_ i: Int, _ j: Int) -> Bool {
       if let known = memo[i][j] { return known }
       let result: Bool

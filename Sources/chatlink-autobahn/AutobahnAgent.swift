@@ -1,9 +1,8 @@
 import EventLoop
+@preconcurrency import Glibc
 import Transport
 import WebSocket
 import WebSocketClient
-
-@preconcurrency import Glibc
 
 /// Drives the fuzzing server: count, optional id lookup, every case, then the report.
 final class AutobahnAgent: WebSocketClientDelegate {

@@ -1,6 +1,5 @@
 // chatlink-autobahn: the Autobahn|Testsuite client agent, on the daemon's own engine and loop.
 import EventLoop
-
 @preconcurrency import Glibc
 
 let options: AgentOptions

@@ -10,9 +10,11 @@ final class ClientConnectionTests: XCTestCase {
     var random = SeededGenerator()
     let handshake = try ClientHandshake(
       url: try WebSocketURL(parsing: "ws://127.0.0.1:9001/"), deflate: deflate, random: &random)
-    let connection = ClientConnection(handshake: handshake, limits: limits, random: SeededGenerator(seed: 9))
+    let connection = ClientConnection(
+      handshake: handshake, limits: limits, random: SeededGenerator(seed: 9))
     XCTAssertEqual(connection.takeOutbound(), handshake.requestBytes)
-    var response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    var response =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     response += "Sec-WebSocket-Accept: \(handshake.expectedAccept)\r\n"
     if let extensions { response += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
     response += "\r\n"
@@ -25,7 +27,8 @@ final class ClientConnectionTests: XCTestCase {
     return connection
   }
 
-  private func events(_ connection: ClientConnection, _ bytes: [UInt8]) -> [ClientConnection.Event] {
+  private func events(_ connection: ClientConnection, _ bytes: [UInt8]) -> [ClientConnection.Event]
+  {
     connection.receive(bytes)
     var events: [ClientConnection.Event] = []
     while let event = connection.nextEvent() { events.append(event) }
@@ -34,9 +37,14 @@ final class ClientConnectionTests: XCTestCase {
 
   /// The close frame the client sent, as (code, reason).
   private func sentClose(_ connection: ClientConnection) -> (UInt16?, String)? {
-    guard let frame = clientFrames(connection.takeOutbound()).last, frame.opcode == .close else { return nil }
+    guard let frame = clientFrames(connection.takeOutbound()).last, frame.opcode == .close else {
+      return nil
+    }
     if frame.payload.count < 2 { return (nil, "") }
-    return (UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]), String(decoding: frame.payload[2...], as: UTF8.self))
+    return (
+      UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]),
+      String(decoding: frame.payload[2...], as: UTF8.self)
+    )
   }
 
   func testFramesSentRightAfterThe101AreNotLost() throws {
@@ -68,7 +76,9 @@ final class ClientConnectionTests: XCTestCase {
   func testServerCloseIsEchoedAndReportedClean() throws {
     let connection = try open()
     let result = events(connection, ServerFrames.close(1001, Array("restart".utf8)))
-    XCTAssertEqual(result, [.closed(CloseInfo(code: .goingAway, reason: "restart", initiator: .peer, clean: true))])
+    XCTAssertEqual(
+      result,
+      [.closed(CloseInfo(code: .goingAway, reason: "restart", initiator: .peer, clean: true))])
     XCTAssertEqual(sentClose(connection)?.0, 1001)
     XCTAssertEqual(connection.state, .closed)
   }
@@ -77,7 +87,9 @@ final class ClientConnectionTests: XCTestCase {
   func testEmptyCloseIsAnsweredWithAnEmptyClose() throws {
     let connection = try open()
     let result = events(connection, ServerFrames.close(nil))
-    XCTAssertEqual(result, [.closed(CloseInfo(code: .noStatusReceived, reason: "", initiator: .peer, clean: true))])
+    XCTAssertEqual(
+      result,
+      [.closed(CloseInfo(code: .noStatusReceived, reason: "", initiator: .peer, clean: true))])
     let frame = clientFrames(connection.takeOutbound()).last
     XCTAssertEqual(frame?.opcode, .close)
     XCTAssertEqual(frame?.payload, [])
@@ -108,7 +120,9 @@ final class ClientConnectionTests: XCTestCase {
     XCTAssertEqual(sentClose(connection)?.0, 1000)
     // Data after our close is discarded; the server's close completes the handshake.
     let result = events(connection, ServerFrames.text("late") + ServerFrames.close(1000))
-    XCTAssertEqual(result, [.closed(CloseInfo(code: .normalClosure, reason: "bye", initiator: .local, clean: true))])
+    XCTAssertEqual(
+      result,
+      [.closed(CloseInfo(code: .normalClosure, reason: "bye", initiator: .local, clean: true))])
     XCTAssertThrowsError(try connection.send(text: "x"))
   }
 
@@ -147,7 +161,8 @@ final class ClientConnectionTests: XCTestCase {
   /// RFC 6455 §8.1 fail fast: a bad byte in the first chunk of a long text frame fails at once.
   func testInvalidUTF8InsideAnIncompleteFrameFailsBeforeTheFrameEnds() throws {
     let connection = try open()
-    let frame = ServerFrames.frame(0x1, Array("κόσμε".utf8) + [0xED, 0xA0, 0x80] + Array(repeating: 0x61, count: 1000))
+    let frame = ServerFrames.frame(
+      0x1, Array("κόσμε".utf8) + [0xED, 0xA0, 0x80] + Array(repeating: 0x61, count: 1000))
     XCTAssertEqual(events(connection, Array(frame[..<20])), [])
     XCTAssertEqual(sentClose(connection)?.0, 1007)
   }
@@ -184,24 +199,31 @@ final class ClientConnectionTests: XCTestCase {
   }
 
   func testCompressedMessagesAreInflatedAndTheBombLimitUsesInflatedSize() throws {
-    let connection = try open(extensions: "permessage-deflate", limits: ClientConnection.Limits(maxMessageSize: 10_000))
+    let connection = try open(
+      extensions: "permessage-deflate", limits: ClientConnection.Limits(maxMessageSize: 10_000))
     let hello: [UInt8] = [0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]
-    XCTAssertEqual(events(connection, ServerFrames.frame(0x1, hello, rsv: 4)), [.message(.text(Array("Hello".utf8)))])
+    XCTAssertEqual(
+      events(connection, ServerFrames.frame(0x1, hello, rsv: 4)),
+      [.message(.text(Array("Hello".utf8)))])
     // Fragmented compressed message: RSV1 on the first frame only.
-    let body = try MessageDeflater.make(noContextTakeover: true).compress(Array(String(repeating: "ab", count: 500).utf8))
+    let body = try MessageDeflater.make(noContextTakeover: true).compress(
+      Array(String(repeating: "ab", count: 500).utf8))
     let half = body.count / 2
     let result = events(
       connection,
-      ServerFrames.frame(0x1, Array(body[..<half]), fin: false, rsv: 4) + ServerFrames.frame(0x0, Array(body[half...])))
+      ServerFrames.frame(0x1, Array(body[..<half]), fin: false, rsv: 4)
+        + ServerFrames.frame(0x0, Array(body[half...])))
     XCTAssertEqual(result, [.message(.text(Array(String(repeating: "ab", count: 500).utf8)))])
-    let bomb = try MessageDeflater.make(noContextTakeover: true).compress([UInt8](repeating: 0x41, count: 100_000))
+    let bomb = try MessageDeflater.make(noContextTakeover: true).compress(
+      [UInt8](repeating: 0x41, count: 100_000))
     _ = events(connection, ServerFrames.frame(0x2, bomb, rsv: 4))
     XCTAssertEqual(sentClose(connection)?.0, 1009)
   }
 
   func testRSV1OnAContinuationFrameIsAProtocolError() throws {
     let connection = try open(extensions: "permessage-deflate")
-    _ = events(connection, ServerFrames.text("a", fin: false) + ServerFrames.frame(0x0, [0x00], rsv: 4))
+    _ = events(
+      connection, ServerFrames.text("a", fin: false) + ServerFrames.frame(0x0, [0x00], rsv: 4))
     XCTAssertEqual(sentClose(connection)?.0, 1002)
   }
 
@@ -222,7 +244,9 @@ final class ClientConnectionTests: XCTestCase {
     XCTAssertLessThan(frames[0].payload.count, text.utf8.count)
     let inflater = try MessageInflater.make()
     var out: [UInt8] = []
-    try frames[0].payload.withUnsafeBytes { try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out) }
+    try frames[0].payload.withUnsafeBytes {
+      try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out)
+    }
     XCTAssertEqual(out, Array(text.utf8))
     // Below the threshold a message goes out uncompressed, RSV1 clear.
     XCTAssertFalse(frames[1].header.rsv1)

@@ -5,7 +5,8 @@ final class DeflateTests: XCTestCase {
   /// RFC 7692 §7.2.3.1: "Hello" compresses to f2 48 cd c9 c9 07 00.
   func testDeflaterReproducesTheRFC7692HelloExample() throws {
     let deflater = try MessageDeflater.make()
-    XCTAssertEqual(try deflater.compress(Array("Hello".utf8)), [0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00])
+    XCTAssertEqual(
+      try deflater.compress(Array("Hello".utf8)), [0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00])
     // §7.2.3.2: with context takeover the second "Hello" refers back to the first.
     XCTAssertEqual(try deflater.compress(Array("Hello".utf8)), [0xf2, 0x00, 0x11, 0x00, 0x00])
   }
@@ -25,7 +26,8 @@ final class DeflateTests: XCTestCase {
     XCTAssertEqual(out, Array("Hello".utf8))
     // §7.2.3.3: a stored (uncompressed) block.
     out = []
-    try [UInt8]([0x00, 0x05, 0x00, 0xfa, 0xff, 0x48, 0x65, 0x6c, 0x6c, 0x6f, 0x00]).withUnsafeBytes {
+    try [UInt8]([0x00, 0x05, 0x00, 0xfa, 0xff, 0x48, 0x65, 0x6c, 0x6c, 0x6f, 0x00]).withUnsafeBytes
+    {
       try inflater.inflate($0, isFinal: true, limit: 100, into: &out)
     }
     XCTAssertEqual(out, Array("Hello".utf8))
@@ -55,7 +57,9 @@ final class DeflateTests: XCTestCase {
     let inflater = try MessageInflater.make()
     var out: [UInt8] = []
     XCTAssertThrowsError(
-      try bomb.withUnsafeBytes { try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out) }
+      try bomb.withUnsafeBytes {
+        try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out)
+      }
     ) { error in
       XCTAssertEqual(error as? DeflateError, .limitExceeded(limit: 1 << 20))
     }
@@ -76,7 +80,9 @@ final class DeflateTests: XCTestCase {
     XCTAssertEqual(compressed, [0x00])
     let inflater = try MessageInflater.make()
     var out: [UInt8] = [9]
-    try compressed.withUnsafeBytes { try inflater.inflate($0, isFinal: true, limit: 10, into: &out) }
+    try compressed.withUnsafeBytes {
+      try inflater.inflate($0, isFinal: true, limit: 10, into: &out)
+    }
     XCTAssertEqual(out, [9])
   }
 
@@ -86,7 +92,9 @@ final class DeflateTests: XCTestCase {
       let compressed = try MessageDeflater.make(windowBits: bits).compress(payload)
       let inflater = try MessageInflater.make()
       var out: [UInt8] = []
-      try compressed.withUnsafeBytes { try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out) }
+      try compressed.withUnsafeBytes {
+        try inflater.inflate($0, isFinal: true, limit: 1 << 20, into: &out)
+      }
       XCTAssertEqual(out, payload, "window \(bits)")
     }
   }

@@ -43,7 +43,8 @@ final class FrameDecoderTests: XCTestCase {
   func testDecoderAcceptsAStreamSplitAtEveryByte() throws {
     let stream =
       ServerFrames.text("Hello", fin: false) + ServerFrames.frame(0x9, Array("ping".utf8))
-      + ServerFrames.frame(0x0, Array(" world".utf8)) + ServerFrames.frame(0x2, Array(repeating: 7, count: 300))
+      + ServerFrames.frame(0x0, Array(" world".utf8))
+      + ServerFrames.frame(0x2, Array(repeating: 7, count: 300))
       + ServerFrames.close(1000, Array("bye".utf8))
     var expected = FrameDecoder()
     let reference = try decodeAll(stream, decoder: &expected)

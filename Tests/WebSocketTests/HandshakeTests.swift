@@ -41,9 +41,14 @@ final class HandshakeTests: XCTestCase {
     XCTAssertEqual(handshake.key, "AAAAAAAAAAAAAAAAAAAAAA==")
     // Recompute with the RFC's own key through the public validate path.
     let head = HTTPResponseHead(
-      status: 101, reason: "", headers: ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": handshake.expectedAccept])
+      status: 101, reason: "",
+      headers: [
+        "Upgrade": "websocket", "Connection": "Upgrade",
+        "Sec-WebSocket-Accept": handshake.expectedAccept,
+      ])
     XCTAssertNoThrow(try handshake.validate(head))
-    XCTAssertEqual(RFCSample.accept(forKey: "dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+    XCTAssertEqual(
+      RFCSample.accept(forKey: "dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
   }
 
   func testRequestCarriesKeyVersionCustomHeadersSubprotocolsAndTheDeflateOffer() throws {
@@ -85,16 +90,21 @@ final class HandshakeTests: XCTestCase {
 
   func testResponseWithoutUpgradeOrConnectionOrWithAWrongAcceptIsRefused() throws {
     let handshake = try makeHandshake()
-    let noUpgrade = try parse(["HTTP/1.1 101 OK", "Connection: Upgrade", "Sec-WebSocket-Accept: \(handshake.expectedAccept)"])
+    let noUpgrade = try parse([
+      "HTTP/1.1 101 OK", "Connection: Upgrade", "Sec-WebSocket-Accept: \(handshake.expectedAccept)",
+    ])
     XCTAssertThrowsError(try handshake.validate(noUpgrade)) {
       XCTAssertEqual($0 as? HandshakeError, .missingUpgradeHeader(found: nil))
     }
-    let noConnection = try parse(["HTTP/1.1 101 OK", "Upgrade: websocket", "Sec-WebSocket-Accept: \(handshake.expectedAccept)"])
+    let noConnection = try parse([
+      "HTTP/1.1 101 OK", "Upgrade: websocket", "Sec-WebSocket-Accept: \(handshake.expectedAccept)",
+    ])
     XCTAssertThrowsError(try handshake.validate(noConnection)) {
       XCTAssertEqual($0 as? HandshakeError, .missingConnectionUpgrade(found: nil))
     }
     XCTAssertThrowsError(try handshake.validate(try response(handshake, accept: "AAAA"))) {
-      XCTAssertEqual($0 as? HandshakeError, .invalidAccept(expected: handshake.expectedAccept, found: "AAAA"))
+      XCTAssertEqual(
+        $0 as? HandshakeError, .invalidAccept(expected: handshake.expectedAccept, found: "AAAA"))
     }
   }
 
@@ -105,7 +115,9 @@ final class HandshakeTests: XCTestCase {
       XCTAssertEqual((error as? HandshakeError)?.status, 401)
     }
     let forbidden = try parse(["HTTP/1.1 403 Forbidden"])
-    XCTAssertThrowsError(try handshake.validate(forbidden)) { XCTAssertEqual(($0 as? HandshakeError)?.status, 403) }
+    XCTAssertThrowsError(try handshake.validate(forbidden)) {
+      XCTAssertEqual(($0 as? HandshakeError)?.status, 403)
+    }
     let unavailable = try parse(["HTTP/1.1 503 Service Unavailable", "Retry-After: 7"])
     XCTAssertEqual(unavailable.retryAfter, .seconds(7))
     XCTAssertThrowsError(try handshake.validate(unavailable)) { error in
@@ -118,26 +130,35 @@ final class HandshakeTests: XCTestCase {
     let redirect = try parse(["HTTP/1.1 302 Found", "Location: wss://elsewhere.example/ws"])
     XCTAssertTrue(redirect.isRedirect)
     XCTAssertEqual(redirect.location, "wss://elsewhere.example/ws")
-    XCTAssertThrowsError(try handshake.validate(redirect)) { XCTAssertEqual(($0 as? HandshakeError)?.status, 302) }
+    XCTAssertThrowsError(try handshake.validate(redirect)) {
+      XCTAssertEqual(($0 as? HandshakeError)?.status, 302)
+    }
   }
 
   func testSubprotocolMustBeOneWeOffered() throws {
     let handshake = try makeHandshake(subprotocols: ["chat.v2", "chat.v1"])
-    let chosen = try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Protocol: chat.v1"]))
+    let chosen = try handshake.validate(
+      try response(handshake, extra: ["Sec-WebSocket-Protocol: chat.v1"]))
     XCTAssertEqual(chosen.subprotocol, "chat.v1")
-    XCTAssertThrowsError(try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Protocol: mqtt"]))) {
+    XCTAssertThrowsError(
+      try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Protocol: mqtt"]))
+    ) {
       XCTAssertEqual($0 as? HandshakeError, .unexpectedSubprotocol("mqtt"))
     }
     XCTAssertThrowsError(
-      try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Protocol: chat.v1, chat.v2"])))
+      try handshake.validate(
+        try response(handshake, extra: ["Sec-WebSocket-Protocol: chat.v1, chat.v2"])))
   }
 
   func testExtensionNegotiationAcceptsValidDeflateResponsesAndRefusesTheRest() throws {
     let handshake = try makeHandshake()
-    let plain = try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Extensions: permessage-deflate"]))
+    let plain = try handshake.validate(
+      try response(handshake, extra: ["Sec-WebSocket-Extensions: permessage-deflate"]))
     XCTAssertEqual(
       plain.deflate,
-      NegotiatedDeflate(serverNoContextTakeover: false, clientNoContextTakeover: false, serverMaxWindowBits: 15, clientMaxWindowBits: 15))
+      NegotiatedDeflate(
+        serverNoContextTakeover: false, clientNoContextTakeover: false, serverMaxWindowBits: 15,
+        clientMaxWindowBits: 15))
     let tuned = try handshake.validate(
       try response(
         handshake,
@@ -146,7 +167,9 @@ final class HandshakeTests: XCTestCase {
         ]))
     XCTAssertEqual(
       tuned.deflate,
-      NegotiatedDeflate(serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 10, clientMaxWindowBits: 9))
+      NegotiatedDeflate(
+        serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 10,
+        clientMaxWindowBits: 9))
     let refused = [
       "x-webkit-deflate-frame",
       "permessage-deflate; unknown_param",
@@ -160,11 +183,14 @@ final class HandshakeTests: XCTestCase {
     ]
     for header in refused {
       XCTAssertThrowsError(
-        try handshake.validate(try response(handshake, extra: ["Sec-WebSocket-Extensions: \(header)"])), header)
+        try handshake.validate(
+          try response(handshake, extra: ["Sec-WebSocket-Extensions: \(header)"])), header)
     }
     let noOffer = try makeHandshake(deflate: nil)
     XCTAssertThrowsError(
-      try noOffer.validate(try response(noOffer, extra: ["Sec-WebSocket-Extensions: permessage-deflate"]))) {
+      try noOffer.validate(
+        try response(noOffer, extra: ["Sec-WebSocket-Extensions: permessage-deflate"]))
+    ) {
       XCTAssertEqual($0 as? HandshakeError, .unsupportedExtension("permessage-deflate"))
     }
   }
@@ -172,13 +198,16 @@ final class HandshakeTests: XCTestCase {
   func testWindowBitsEightIsNegotiatedButDisablesOurCompression() throws {
     let handshake = try makeHandshake()
     let result = try handshake.validate(
-      try response(handshake, extra: ["Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=8"]))
+      try response(
+        handshake, extra: ["Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=8"]
+      ))
     XCTAssertEqual(result.deflate?.clientMaxWindowBits, 8)
     XCTAssertEqual(result.deflate?.canCompress, false)
   }
 
   func testResponseParserFindsTheHeadAtEverySplitAndKeepsTheFollowingBytes() throws {
-    let bytes = Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n".utf8) + [0x81, 0x00]
+    let bytes =
+      Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n".utf8) + [0x81, 0x00]
     for split in 0...bytes.count {
       var parser = HTTPResponseParser()
       var result = try Array(bytes[..<split]).withUnsafeBytes { try parser.append($0) }
@@ -199,7 +228,10 @@ final class HandshakeTests: XCTestCase {
     XCTAssertThrowsError(try big.withUnsafeBytes { try parser.append($0) }) {
       XCTAssertEqual($0 as? HandshakeError, .responseTooLarge(limit: 100))
     }
-    for bad in ["HTTP/2 101 OK", "HTTP/1.1 1O1 OK", "SSH-2.0-OpenSSH", "HTTP/1.1 101 OK\r\nNoColon", "HTTP/1.1 101 OK\r\n folded: x", "HTTP/1.1 101 OK\nX: y"] {
+    for bad in [
+      "HTTP/2 101 OK", "HTTP/1.1 1O1 OK", "SSH-2.0-OpenSSH", "HTTP/1.1 101 OK\r\nNoColon",
+      "HTTP/1.1 101 OK\r\n folded: x", "HTTP/1.1 101 OK\nX: y",
+    ] {
       var p = HTTPResponseParser()
       let bytes = Array((bad + "\r\n\r\n").utf8)
       XCTAssertThrowsError(try bytes.withUnsafeBytes { try p.append($0) }, bad)
