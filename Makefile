@@ -1,0 +1,53 @@
+# ChatLink. The two promised commands:
+#   make run    set up, build, and run chatlinkd against the bundled local demo backend
+#   make test   set up, and run every test (lint, unit + integration, Autobahn, fuzz)
+SWIFT ?= swift
+STRICT := -Xswiftc -warnings-as-errors
+PYTHON := $(CURDIR)/.venv/bin/python
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup setup-test build release run test lint format unit coverage autobahn fuzz clean
+
+all: build
+
+setup:
+	scripts/setup.sh
+
+setup-test:
+	scripts/setup.sh --test
+
+build: setup
+	$(SWIFT) build $(STRICT)
+
+release: setup
+	$(SWIFT) build -c release $(STRICT)
+
+run: release
+	scripts/run-demo.sh
+
+test: setup-test lint unit autobahn fuzz
+	@echo "make test: all green"
+
+lint:
+	$(SWIFT) format lint --strict -r Package.swift Sources Tests
+
+format:
+	$(SWIFT) format -i -r Package.swift Sources Tests
+
+# Unit tests of the pure layers plus integration tests against independent peers (Python
+# websockets over ws and wss); coverage is printed with a floor on the pure layers.
+unit:
+	$(SWIFT) build --build-tests $(STRICT)
+	CHATLINK_TEST_PYTHON=$(PYTHON) $(SWIFT) test --enable-code-coverage $(STRICT)
+	scripts/coverage.sh
+
+# The full Autobahn|Testsuite (517 cases, compression included) against our client agent.
+autobahn:
+	$(SWIFT) build -c release $(STRICT) --product chatlink-autobahn
+	Tests/autobahn/run.sh $$($(SWIFT) build -c release --show-bin-path)/chatlink-autobahn
+
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+clean:
+	rm -rf .build .cache/autobahn-reports

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine that has Swift: the -dev packages the build links against,
+# and (with --test) what the test suite needs. Idempotent: a second run changes nothing and
+# needs no network.
+#
+#   scripts/setup.sh          build and run dependencies (apt) + the demo backend's Python venv
+#   scripts/setup.sh --test   also the test tools (apt) and Python test packages (pip)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mode=${1:-run}
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "setup: swift is not on PATH; install the Swift 6 toolchain first (https://swift.org/install)" >&2
+  exit 1
+fi
+
+packages=(libsystemd-dev libssl-dev zlib1g-dev pkg-config)
+if [ "$mode" = "--test" ]; then
+  # gcc builds wsaccel for Autobahn; openssl makes nothing but is handy to inspect test certs.
+  packages+=(gcc iproute2 openssl)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The Python venv serves the demo backend (make run) and the independent test peers.
+venv="$repo/.venv"
+requirements="$repo/Tests/requirements.txt"
+stamp="$venv/.requirements.sha256"
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+  echo "$want" >"$stamp"
+fi
+
+if [ "$mode" = "--test" ]; then
+  "$repo/scripts/setup-autobahn.sh"
+fi
+echo "setup: ready"
