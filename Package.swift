@@ -31,14 +31,21 @@ let package = Package(
       name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
       swiftSettings: strict),
 
+    // The daemon's logic: config, connection manager, chat protocol, store, outbox, status.
+    .target(
+      name: "ChatLinkCore",
+      dependencies: ["WebSocket", "WebSocketClient", "Transport", "EventLoop"],
+      swiftSettings: strict),
+
     .executableTarget(
-      name: "chatlinkd", dependencies: ["WebSocketClient", "EventLoop"], swiftSettings: strict),
+      name: "chatlinkd", dependencies: ["ChatLinkCore", "EventLoop"], swiftSettings: strict),
     .executableTarget(name: "chatlinkctl", dependencies: [], swiftSettings: strict),
     .executableTarget(
       name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
       swiftSettings: strict),
 
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
+    .testTarget(name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore"], swiftSettings: strict),
     .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
       name: "TransportTests", dependencies: ["Transport", "WebSocketClient", "EventLoop"],

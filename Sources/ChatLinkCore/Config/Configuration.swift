@@ -1,0 +1,128 @@
+import WebSocket
+
+/// Everything chatlinkd.conf can say, with the defaults the shipped file shows commented out.
+public struct Configuration: Sendable, Hashable {
+  /// How inbound frames are interpreted and outbound messages encoded.
+  public enum ChatProtocol: String, Sendable, Hashable, CaseIterable {
+    /// The seeds' JSON event envelopes.
+    case envelope
+    /// Frames pass through untouched.
+    case raw
+  }
+
+  /// When appended store lines are made durable.
+  public enum SyncMode: String, Sendable, Hashable, CaseIterable {
+    /// fsync before a record counts as stored.
+    case always
+    /// Group commit: fsync at least every SyncIntervalMSec.
+    case batch
+    /// Leave it to the kernel.
+    case none
+  }
+
+  /// Field and event names of the envelope protocol.
+  public struct Envelope: Sendable, Hashable {
+    public var eventField = "event"
+    public var dataField = "data"
+    public var roomField = "room_id"
+    public var messageField = "message"
+    public var senderField = "sender"
+    public var countField = "count"
+    public var clientIDField = "client_id"
+    public var joinEvent = "join-room"
+    public var leaveEvent = "leave-room"
+    public var sendEvent = "send-message"
+    public var messageEvent = "message"
+    /// Creates the seeds' names.
+    public init() {}
+  }
+
+  // [Backend]
+  /// The backend, ws:// or wss://.
+  public var url: WebSocketURL?
+  /// A file holding the bearer token; `$CREDENTIALS_DIRECTORY/token` wins when present.
+  public var tokenFile: String?
+  /// Extra handshake headers, in order.
+  public var headers: [(name: String, value: String)] = []
+  /// Subprotocols to offer.
+  public var subprotocols: [String] = []
+  /// Trusted CAs for wss://; nil means the system store.
+  public var caFile: String?
+  /// An HTTP CONNECT proxy, e.g. http://proxy:3128; nil means https_proxy/no_proxy apply.
+  public var proxy: String?
+  /// Envelope or raw.
+  public var chatProtocol = ChatProtocol.envelope
+  /// Rooms joined after every connect.
+  public var rooms: [String] = []
+  /// The sender name put on outgoing messages.
+  public var sender = "chatlink"
+  /// Seconds between keepalive pings.
+  public var pingInterval = 10.0
+  /// Seconds without a pong (or any frame) after a ping before the peer is declared dead.
+  public var pongTimeout = 10.0
+  /// Seconds allowed for DNS, TCP, TLS and the upgrade together.
+  public var connectTimeout = 10.0
+  /// The smallest reconnect delay, in seconds.
+  public var reconnectMin = 1.0
+  /// The largest reconnect delay, in seconds.
+  public var reconnectMax = 60.0
+  /// Offer permessage-deflate.
+  public var compression = true
+  /// The largest inbound message accepted (after decompression).
+  public var maxMessageSize = 16 << 20
+  /// Envelope field names.
+  public var envelope = Envelope()
+
+  // [Store]
+  /// Where messages.jsonl and the outbox live.
+  public var storeDirectory = "/var/lib/chatlink"
+  /// When store lines become durable.
+  public var sync = SyncMode.batch
+  /// The group-commit interval for Sync=batch, in milliseconds.
+  public var syncIntervalMSec = 50
+  /// Rotate messages.jsonl when it reaches this size.
+  public var maxFileSize = 64 << 20
+  /// Keep this many files in all (the live one and rotated ones).
+  public var maxFiles = 8
+
+  // [Outbox]
+  /// The most unconfirmed outgoing messages kept; sends beyond it are refused.
+  public var outboxMaxMessages = 10_000
+
+  // [Control]
+  /// The Varlink control socket.
+  public var controlSocket = "/run/chatlink/control.sock"
+  /// Its file mode.
+  public var socketMode: UInt32 = 0o660
+  /// Its group; members may call every method.
+  public var socketGroup = "chatlink"
+
+  // [Daemon]
+  /// The lowest log level written.
+  public var logLevel = "info"
+
+  /// Creates the defaults.
+  public init() {}
+
+  public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
+    lhs.comparable == rhs.comparable
+      && lhs.headers.map { "\($0.name): \($0.value)" }
+        == rhs.headers.map { "\($0.name): \($0.value)" }
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(comparable)
+  }
+
+  /// Every field but the header tuples, for equality.
+  private var comparable: [String] {
+    [
+      url?.description ?? "", tokenFile ?? "", subprotocols.joined(separator: " "), caFile ?? "",
+      proxy ?? "", chatProtocol.rawValue, rooms.joined(separator: " "), sender, "\(pingInterval)",
+      "\(pongTimeout)", "\(connectTimeout)", "\(reconnectMin)", "\(reconnectMax)", "\(compression)",
+      "\(maxMessageSize)", "\(envelope)", storeDirectory, sync.rawValue, "\(syncIntervalMSec)",
+      "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
+      socketGroup, logLevel,
+    ]
+  }
+}

@@ -1,0 +1,121 @@
+/// One `Key=Value` line of a systemd-style INI file (systemd.syntax(7)).
+public struct INIAssignment: Sendable, Hashable {
+  /// The section the assignment appeared in, without brackets.
+  public var section: String
+  /// The key, as written.
+  public var key: String
+  /// The value with surrounding whitespace removed and continuation lines joined.
+  public var value: String
+  /// The file it came from.
+  public var file: String
+  /// The 1-based line the assignment started on.
+  public var line: Int
+}
+
+/// A configuration error that names where it happened, as systemd's own parsers do.
+public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The file.
+  public var file: String
+  /// The 1-based line, or 0 for errors about the whole file.
+  public var line: Int
+  /// `[Section] Key`, when the error is about one assignment.
+  public var key: String?
+  /// What is wrong, for humans.
+  public var message: String
+
+  /// Creates an error.
+  public init(file: String, line: Int, key: String? = nil, message: String) {
+    self.file = file
+    self.line = line
+    self.key = key
+    self.message = message
+  }
+
+  public var description: String {
+    let place = line > 0 ? "\(file):\(line)" : file
+    if let key { return "\(place): \(key): \(message)" }
+    return "\(place): \(message)"
+  }
+}
+
+/// Parses systemd-style INI text: `[Section]` headers, `Key=Value` lines, `#` and `;`
+/// comments, and lines continued with a trailing backslash.
+public enum INIParser {
+  /// Parses `text`, attributing errors and assignments to `file`.
+  public static func parse(_ text: String, file: String) throws(ConfigError) -> [INIAssignment] {
+    var assignments: [INIAssignment] = []
+    var section: String?
+    var pending: (text: String, line: Int)?
+    var lineNumber = 0
+    for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+      lineNumber += 1
+      var line = Substring(rawLine)
+      if line.hasSuffix("\r") { line = line.dropLast() }
+      if var continued = pending {
+        // systemd: comment lines inside a continuation are ignored.
+        let trimmed = trim(line)
+        if trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
+        if line.hasSuffix("\\") {
+          continued.text += " " + trim(line.dropLast())
+          pending = continued
+          continue
+        }
+        continued.text += " " + trim(line)
+        pending = nil
+        try assignments.append(
+          assignment(continued.text, section: section, file: file, line: continued.line))
+        continue
+      }
+      let trimmed = trim(line)
+      if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
+      if trimmed.hasPrefix("[") {
+        guard trimmed.hasSuffix("]"), trimmed.count > 2 else {
+          throw ConfigError(
+            file: file, line: lineNumber, message: "invalid section header '\(trimmed)'")
+        }
+        let name = String(trimmed.dropFirst().dropLast())
+        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+          throw ConfigError(file: file, line: lineNumber, message: "invalid section name '\(name)'")
+        }
+        section = name
+        continue
+      }
+      if trimmed.hasSuffix("\\") {
+        pending = (trim(trimmed.dropLast()), lineNumber)
+        continue
+      }
+      try assignments.append(assignment(trimmed, section: section, file: file, line: lineNumber))
+    }
+    if let pending {
+      try assignments.append(
+        assignment(pending.text, section: section, file: file, line: pending.line))
+    }
+    return assignments
+  }
+
+  private static func assignment(_ text: String, section: String?, file: String, line: Int)
+    throws(ConfigError) -> INIAssignment
+  {
+    guard let equals = text.firstIndex(of: "=") else {
+      throw ConfigError(
+        file: file, line: line, message: "expected Key=Value, found '\(text.prefix(60))'")
+    }
+    let key = trim(text[..<equals])
+    let value = trim(text[text.index(after: equals)...])
+    guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+      throw ConfigError(file: file, line: line, message: "invalid key '\(key)'")
+    }
+    guard let section else {
+      throw ConfigError(
+        file: file, line: line, key: key, message: "assignment outside of a [Section]")
+    }
+    return INIAssignment(section: section, key: key, value: value, file: file, line: line)
+  }
+
+  static func trim(_ s: some StringProtocol) -> String {
+    var slice = Substring(s)
+    while let c = slice.first, c == " " || c == "\t" { slice.removeFirst() }
+    while let c = slice.last, c == " " || c == "\t" { slice.removeLast() }
+    return String(slice)
+  }
+}

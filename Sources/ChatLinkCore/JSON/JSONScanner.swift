@@ -1,0 +1,281 @@
+import WebSocket
+
+/// A validating, non-allocating JSON scanner (RFC 8259) that also picks out a few fields.
+///
+/// Every inbound frame passes through here, so it walks the bytes once, builds no tree, and
+/// reports only what the store and the envelope protocol need: whether the text is JSON,
+/// whether it holds raw line breaks (which JSON Lines cannot carry), and the byte ranges of
+/// up to two levels of named fields.
+public struct JSONScanner {
+  /// What a scan found.
+  public struct Result: Sendable, Hashable {
+    /// Byte ranges of the requested top-level fields' values, by index in the request.
+    public var topLevel: [Range<Int>?]
+    /// Byte ranges of the requested fields inside the nested object, by index.
+    public var nested: [Range<Int>?]
+    /// Whether insignificant whitespace contains CR or LF (the text must be minified
+    /// before it can be one JSON line).
+    public var hasLineBreaks: Bool
+    /// Whether the top-level value is an object.
+    public var isObject: Bool
+  }
+
+  private let base: UnsafePointer<UInt8>
+  private let count: Int
+  private var index = 0
+  private var depth = 0
+  private var lineBreaks = false
+  /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
+  static let maxDepth = 128
+
+  private init(_ buffer: UnsafeRawBufferPointer) {
+    base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!
+    count = buffer.count
+  }
+
+  /// Validates `buffer` as one JSON value; nil when it is not JSON.
+  ///
+  /// - Parameters:
+  ///   - topLevelKeys: keys of the top-level object whose value ranges to report.
+  ///   - nestedIn: the index (in `topLevelKeys`) of an object-valued key to look inside.
+  ///   - nestedKeys: keys inside that object whose value ranges to report.
+  public static func scan(
+    _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
+    nestedKeys: [[UInt8]] = []
+  ) -> Result? {
+    var scanner = JSONScanner(buffer)
+    var result = Result(
+      topLevel: Array(repeating: nil, count: topLevelKeys.count),
+      nested: Array(repeating: nil, count: nestedKeys.count), hasLineBreaks: false, isObject: false)
+    scanner.skipWhitespace()
+    guard scanner.index < scanner.count else { return nil }
+    result.isObject = scanner.peek == UInt8(ascii: "{")
+    let ok: Bool
+    if result.isObject && !topLevelKeys.isEmpty {
+      ok = scanner.object { scanner, key, start in
+        guard let which = topLevelKeys.firstIndex(where: { scanner.keyEquals(key, $0) }) else {
+          return scanner.value()
+        }
+        if which == nestedIn && scanner.peek == UInt8(ascii: "{") {
+          guard
+            scanner.object({ scanner, innerKey, innerStart in
+              guard let inner = nestedKeys.firstIndex(where: { scanner.keyEquals(innerKey, $0) })
+              else {
+                return scanner.value()
+              }
+              guard scanner.value() else { return false }
+              result.nested[inner] = innerStart..<scanner.index
+              return true
+            })
+          else { return false }
+          result.topLevel[which] = start..<scanner.index
+          return true
+        }
+        guard scanner.value() else { return false }
+        result.topLevel[which] = start..<scanner.index
+        return true
+      }
+    } else {
+      ok = scanner.value()
+    }
+    guard ok else { return nil }
+    scanner.skipWhitespace()
+    guard scanner.index == scanner.count else { return nil }
+    result.hasLineBreaks = scanner.lineBreaks
+    return result
+  }
+
+  /// Whether `buffer` is exactly one JSON value.
+  public static func isValid(_ buffer: UnsafeRawBufferPointer) -> Bool {
+    scan(buffer) != nil
+  }
+
+  // MARK: Grammar
+
+  private var peek: UInt8 { index < count ? base[index] : 0 }
+
+  private mutating func skipWhitespace() {
+    while index < count {
+      switch base[index] {
+      case 0x20, 0x09: index += 1
+      case 0x0A, 0x0D:
+        lineBreaks = true
+        index += 1
+      default: return
+      }
+    }
+  }
+
+  private mutating func value() -> Bool {
+    skipWhitespace()
+    guard index < count else { return false }
+    switch base[index] {
+    case UInt8(ascii: "{"): return object { scanner, _, _ in scanner.value() }
+    case UInt8(ascii: "["): return array()
+    case UInt8(ascii: "\""): return string() != nil
+    case UInt8(ascii: "t"): return literal("true")
+    case UInt8(ascii: "f"): return literal("false")
+    case UInt8(ascii: "n"): return literal("null")
+    default: return number()
+    }
+  }
+
+  /// Parses an object; `member` parses each member's value, given the key's content range
+  /// (without quotes) and the index where the value starts.
+  private mutating func object(
+    _ member: (inout JSONScanner, _ key: Range<Int>, _ valueStart: Int) -> Bool
+  ) -> Bool {
+    depth += 1
+    defer { depth -= 1 }
+    guard depth <= Self.maxDepth else { return false }
+    index += 1  // {
+    skipWhitespace()
+    if peek == UInt8(ascii: "}") {
+      index += 1
+      return true
+    }
+    while true {
+      skipWhitespace()
+      guard peek == UInt8(ascii: "\""), let key = string() else { return false }
+      skipWhitespace()
+      guard peek == UInt8(ascii: ":") else { return false }
+      index += 1
+      skipWhitespace()
+      guard member(&self, key, index) else { return false }
+      skipWhitespace()
+      switch peek {
+      case UInt8(ascii: ","): index += 1
+      case UInt8(ascii: "}"):
+        index += 1
+        return true
+      default: return false
+      }
+    }
+  }
+
+  private mutating func array() -> Bool {
+    depth += 1
+    defer { depth -= 1 }
+    guard depth <= Self.maxDepth else { return false }
+    index += 1  // [
+    skipWhitespace()
+    if peek == UInt8(ascii: "]") {
+      index += 1
+      return true
+    }
+    while true {
+      guard value() else { return false }
+      skipWhitespace()
+      switch peek {
+      case UInt8(ascii: ","): index += 1
+      case UInt8(ascii: "]"):
+        index += 1
+        return true
+      default: return false
+      }
+    }
+  }
+
+  /// Parses a string; returns the range of its content (between the quotes).
+  private mutating func string() -> Range<Int>? {
+    index += 1  // opening quote
+    let start = index
+    var utf8 = UTF8Validator()
+    var plainStart = index
+    while index < count {
+      let byte = base[index]
+      if byte == UInt8(ascii: "\"") {
+        guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
+        let range = start..<index
+        index += 1
+        return range
+      }
+      if byte < 0x20 { return nil }  // control characters must be escaped
+      if byte == UInt8(ascii: "\\") {
+        guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
+        index += 1
+        guard index < count else { return nil }
+        switch base[index] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+          UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+          index += 1
+        case UInt8(ascii: "u"):
+          guard index + 4 < count else { return nil }
+          for offset in 1...4 where !base[index + offset].isHexDigit { return nil }
+          index += 5
+        default:
+          return nil
+        }
+        plainStart = index
+        continue
+      }
+      index += 1
+    }
+    return nil
+  }
+
+  private func validate(_ validator: inout UTF8Validator, _ range: Range<Int>) -> Bool {
+    guard !range.isEmpty else { return true }
+    return validator.validate(
+      UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count))
+  }
+
+  private mutating func literal(_ word: StaticString) -> Bool {
+    let length = word.utf8CodeUnitCount
+    guard index + length <= count else { return false }
+    for i in 0..<length where base[index + i] != word.utf8Start[i] { return false }
+    index += length
+    return true
+  }
+
+  private mutating func number() -> Bool {
+    let start = index
+    if peek == UInt8(ascii: "-") { index += 1 }
+    guard index < count else { return false }
+    if base[index] == UInt8(ascii: "0") {
+      index += 1
+    } else if base[index].isDigit {
+      while index < count && base[index].isDigit { index += 1 }
+    } else {
+      return false
+    }
+    if peek == UInt8(ascii: ".") {
+      index += 1
+      guard peek.isDigit else { return false }
+      while index < count && base[index].isDigit { index += 1 }
+    }
+    if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+      index += 1
+      if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
+      guard peek.isDigit else { return false }
+      while index < count && base[index].isDigit { index += 1 }
+    }
+    return index > start
+  }
+
+  /// Compares a key's raw content with `expected`; keys with escapes compare decoded.
+  private func keyEquals(_ key: Range<Int>, _ expected: [UInt8]) -> Bool {
+    if key.count == expected.count {
+      var equal = true
+      for (offset, byte) in expected.enumerated() where base[key.lowerBound + offset] != byte {
+        equal = false
+        break
+      }
+      if equal { return true }
+    }
+    guard (key.lowerBound..<key.upperBound).contains(where: { base[$0] == UInt8(ascii: "\\") })
+    else {
+      return false
+    }
+    let raw = UnsafeRawBufferPointer(start: base + key.lowerBound, count: key.count)
+    return JSONString.unescape(raw) == expected
+  }
+}
+
+extension UInt8 {
+  var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+  var isHexDigit: Bool {
+    isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f"))
+      || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
+  }
+}

@@ -1,0 +1,139 @@
+@preconcurrency import Glibc
+
+/// Wall-clock time in microseconds since the Unix epoch, formatted as RFC 3339 UTC.
+public struct Timestamp: Sendable, Hashable, Comparable {
+  /// Microseconds since 1970-01-01T00:00:00Z.
+  public var microseconds: Int64
+
+  /// Creates a timestamp.
+  public init(microseconds: Int64) {
+    self.microseconds = microseconds
+  }
+
+  /// The current wall-clock time (CLOCK_REALTIME).
+  public static func now() -> Timestamp {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Timestamp(microseconds: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)
+  }
+
+  public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+    lhs.microseconds < rhs.microseconds
+  }
+
+  /// Appends "2026-12-02T12:34:56.123456Z".
+  public func append(to out: inout [UInt8]) {
+    let seconds =
+      microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
+    let fraction = Int(microseconds - seconds * 1_000_000)
+    let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
+    let secondOfDay = Int(seconds - days * 86400)
+    let (year, month, day) = Self.civil(fromDays: Int(days))
+    func digits(_ value: Int, _ width: Int) {
+      var divisor = 1
+      for _ in 1..<width { divisor *= 10 }
+      var v = value
+      while divisor > 0 {
+        out.append(UInt8(ascii: "0") + UInt8(v / divisor % 10))
+        v %= divisor
+        divisor /= 10
+      }
+    }
+    digits(year, 4)
+    out.append(UInt8(ascii: "-"))
+    digits(month, 2)
+    out.append(UInt8(ascii: "-"))
+    digits(day, 2)
+    out.append(UInt8(ascii: "T"))
+    digits(secondOfDay / 3600, 2)
+    out.append(UInt8(ascii: ":"))
+    digits(secondOfDay / 60 % 60, 2)
+    out.append(UInt8(ascii: ":"))
+    digits(secondOfDay % 60, 2)
+    out.append(UInt8(ascii: "."))
+    digits(fraction, 6)
+    out.append(UInt8(ascii: "Z"))
+  }
+
+  /// The RFC 3339 text.
+  public var rfc3339: String {
+    var out: [UInt8] = []
+    append(to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// Parses RFC 3339 ("2026-12-02T12:34:56Z", fractional seconds and offsets allowed).
+  public init?(rfc3339 text: String) {
+    let b = Array(text.utf8)
+    func number(_ from: Int, _ length: Int) -> Int? {
+      guard from + length <= b.count else { return nil }
+      var value = 0
+      for i in from..<(from + length) {
+        guard b[i].isDigit else { return nil }
+        value = value * 10 + Int(b[i] - UInt8(ascii: "0"))
+      }
+      return value
+    }
+    guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+      b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
+      b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+      let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+      let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
+      (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+    else { return nil }
+    var index = 19
+    var micros = 0
+    if index < b.count && b[index] == UInt8(ascii: ".") {
+      index += 1
+      var scale = 100_000
+      let start = index
+      while index < b.count && b[index].isDigit {
+        micros += Int(b[index] - UInt8(ascii: "0")) * scale
+        scale /= 10
+        index += 1
+      }
+      guard index > start else { return nil }
+    }
+    var offset = 0
+    guard index < b.count else { return nil }
+    switch b[index] {
+    case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+      index += 1
+    case UInt8(ascii: "+"), UInt8(ascii: "-"):
+      guard let oh = number(index + 1, 2), b.count > index + 3, b[index + 3] == UInt8(ascii: ":"),
+        let om = number(index + 4, 2)
+      else { return nil }
+      offset = (oh * 3600 + om * 60) * (b[index] == UInt8(ascii: "+") ? 1 : -1)
+      index += 6
+    default:
+      return nil
+    }
+    guard index == b.count else { return nil }
+    let days = Self.days(fromCivil: year, month, day)
+    let seconds = Int64(days) * 86400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+    microseconds = seconds * 1_000_000 + Int64(micros)
+  }
+
+  /// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
+  static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yoe = y - era * 400
+    let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    return era * 146097 + doe - 719468
+  }
+
+  /// The inverse of `days(fromCivil:)`.
+  static func civil(fromDays days: Int) -> (Int, Int, Int) {
+    let z = days + 719468
+    let era = (z >= 0 ? z : z - 146096) / 146097
+    let doe = z - era * 146097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+  }
+}

@@ -1,0 +1,76 @@
+import EventLoop
+@preconcurrency import Glibc
+
+/// The few file operations the daemon needs, on raw file descriptors (no Foundation).
+public enum FileSystem {
+  /// Reads a whole file.
+  public static func read(_ path: String, limit: Int = 16 << 20) throws(SystemError) -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw .last("open \(path)") }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .last("read \(path)")
+      }
+      if n == 0 { break }
+      out.append(contentsOf: chunk[..<n])
+      if out.count > limit { throw SystemError("read \(path)", errno: EFBIG) }
+    }
+    return out
+  }
+
+  /// Reads a whole file as UTF-8 text (invalid bytes become U+FFFD).
+  public static func readText(_ path: String, limit: Int = 16 << 20) throws(SystemError) -> String {
+    String(decoding: try read(path, limit: limit), as: UTF8.self)
+  }
+
+  /// Whether `path` exists.
+  public static func exists(_ path: String) -> Bool {
+    access(path, F_OK) == 0
+  }
+
+  /// Whether `path` is a directory.
+  public static func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+  }
+
+  /// The names in a directory (without "." and ".."), unsorted; empty if it does not exist.
+  public static func list(_ path: String) -> [String] {
+    guard let dir = opendir(path) else { return [] }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+  }
+
+  /// Creates a directory and its parents.
+  public static func makeDirectories(_ path: String, mode: mode_t = 0o750) throws(SystemError) {
+    var current = path.hasPrefix("/") ? "" : "."
+    for component in path.split(separator: "/") {
+      current += "/" + component
+      if mkdir(current, mode) != 0 && errno != EEXIST { throw .last("mkdir \(current)") }
+    }
+  }
+
+  /// The size of a file, or nil when it does not exist.
+  public static func size(_ path: String) -> Int? {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : nil
+  }
+
+  /// The value of an environment variable.
+  public static func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    return String(cString: value)
+  }
+}

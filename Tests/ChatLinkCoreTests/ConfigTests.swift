@@ -1,0 +1,171 @@
+import ChatLinkCore
+import Foundation
+import XCTest
+
+final class ConfigTests: XCTestCase {
+  private func load(_ texts: String...) throws -> Configuration {
+    try ConfigLoader.load(
+      sources: texts.enumerated().map { ("/etc/chatlink/\($0.offset).conf", $0.element) })
+  }
+
+  private func error(_ texts: String...) -> ConfigError? {
+    do {
+      _ = try ConfigLoader.load(
+        sources: texts.enumerated().map { ("f\($0.offset).conf", $0.element) })
+      return nil
+    } catch {
+      return error
+    }
+  }
+
+  func testDefaultsMatchTheDocumentedValues() throws {
+    let c = try load("[Backend]\nURL=ws://127.0.0.1:8765/")
+    XCTAssertEqual(c.pingInterval, 10)
+    XCTAssertEqual(c.chatProtocol, .envelope)
+    XCTAssertEqual(c.storeDirectory, "/var/lib/chatlink")
+    XCTAssertEqual(c.sync, .batch)
+    XCTAssertEqual(c.controlSocket, "/run/chatlink/control.sock")
+    XCTAssertEqual(c.socketMode, 0o660)
+    XCTAssertEqual(c.socketGroup, "chatlink")
+  }
+
+  func testEveryKeyParsesWithSystemdValueSyntax() throws {
+    let c = try load(
+      """
+      # comment
+      ; another comment
+      [Backend]
+      URL = wss://chat.example.com/ws
+      TokenFile=/etc/chatlink/token
+      Header=Origin: https://example.com
+      Header=X-Client: chatlink
+      Subprotocol=chat.v2 chat.v1
+      CAFile=/etc/ssl/ca.pem
+      Proxy=http://proxy:3128
+      Protocol=envelope
+      Rooms=7 8, 9
+      Sender=ops-bot
+      PingIntervalSec=2.5s
+      PongTimeoutSec=500ms
+      ConnectTimeoutSec=1min
+      ReconnectMinSec=1
+      ReconnectMaxSec=2min
+      Compression=no
+      MaxMessageSize=1M
+
+      [Envelope]
+      RoomField=channel
+      SendEvent=post
+
+      [Store]
+      Directory=/srv/chat
+      Sync=always
+      SyncIntervalMSec=20
+      MaxFileSize=1G
+      MaxFiles=3
+
+      [Outbox]
+      MaxMessages=50
+
+      [Control]
+      Socket=/run/x.sock
+      SocketMode=0600
+      SocketGroup=adm
+
+      [Daemon]
+      LogLevel=debug
+      """)
+    XCTAssertEqual(c.url?.description, "wss://chat.example.com/ws")
+    XCTAssertEqual(c.tokenFile, "/etc/chatlink/token")
+    XCTAssertEqual(c.headers.map(\.name), ["Origin", "X-Client"])
+    XCTAssertEqual(c.headers.first?.value, "https://example.com")
+    XCTAssertEqual(c.subprotocols, ["chat.v2", "chat.v1"])
+    XCTAssertEqual(c.rooms, ["7", "8", "9"])
+    XCTAssertEqual(c.pingInterval, 2.5)
+    XCTAssertEqual(c.pongTimeout, 0.5)
+    XCTAssertEqual(c.connectTimeout, 60)
+    XCTAssertEqual(c.reconnectMax, 120)
+    XCTAssertFalse(c.compression)
+    XCTAssertEqual(c.maxMessageSize, 1 << 20)
+    XCTAssertEqual(c.envelope.roomField, "channel")
+    XCTAssertEqual(c.envelope.sendEvent, "post")
+    XCTAssertEqual(c.sync, .always)
+    XCTAssertEqual(c.maxFileSize, 1 << 30)
+    XCTAssertEqual(c.maxFiles, 3)
+    XCTAssertEqual(c.outboxMaxMessages, 50)
+    XCTAssertEqual(c.socketMode, 0o600)
+    XCTAssertEqual(c.logLevel, "debug")
+  }
+
+  func testDropInsOverrideInOrderAndEmptyAssignmentsResetLists() throws {
+    let c = try load(
+      "[Backend]\nURL=ws://a/\nRooms=1 2\nHeader=X-A: 1",
+      "[Backend]\nURL=ws://b/\nRooms=\nRooms=3\nHeader=\n")
+    XCTAssertEqual(c.url?.host, "b")
+    XCTAssertEqual(c.rooms, ["3"])
+    XCTAssertTrue(c.headers.isEmpty)
+  }
+
+  func testContinuationLinesJoin() throws {
+    let c = try load("[Backend]\nURL=ws://a/\nRooms=1 \\\n  2 \\\n# ignored\n  3")
+    XCTAssertEqual(c.rooms, ["1", "2", "3"])
+  }
+
+  func testErrorsNameFileLineAndKey() {
+    let unknownKey = error("[Backend]\nURL=ws://a/\nPingInterval=10")
+    XCTAssertEqual(unknownKey?.file, "f0.conf")
+    XCTAssertEqual(unknownKey?.line, 3)
+    XCTAssertEqual(unknownKey?.key, "[Backend] PingInterval")
+    XCTAssertTrue(
+      unknownKey?.description.hasPrefix("f0.conf:3: [Backend] PingInterval: unknown key") ?? false)
+
+    let badValue = error("[Backend]\nURL=ws://a/", "\n[Store]\nSync=sometimes")
+    XCTAssertEqual(badValue?.file, "f1.conf")
+    XCTAssertEqual(badValue?.line, 3)
+    XCTAssertTrue(badValue?.message.contains("always, batch, none") ?? false)
+
+    XCTAssertEqual(error("URL=ws://a/")?.message, "assignment outside of a [Section]")
+    XCTAssertTrue(error("[Nope]\nX=1")?.message.hasPrefix("unknown section") ?? false)
+    XCTAssertTrue(
+      error("[Backend]\nURL=http://a/")?.message.contains("unsupported scheme") ?? false)
+    XCTAssertTrue(
+      error("[Backend]\nURL=ws://a/\nPingIntervalSec=soon")?.message.contains("time span") ?? false)
+    XCTAssertTrue(
+      error("[Backend]\nURL=ws://a/\njust text")?.message.contains("Key=Value") ?? false)
+    XCTAssertTrue(error("[Backend")?.message.contains("section header") ?? false)
+    XCTAssertEqual(error("[Store]\nSync=none")?.key, "[Backend] URL")
+    XCTAssertNotNil(error("[Backend]\nURL=ws://a/\nReconnectMinSec=10\nReconnectMaxSec=5"))
+    XCTAssertNotNil(error("[Control]\nSocketMode=0999\n[Backend]\nURL=ws://a/"))
+    XCTAssertNotNil(error("[Store]\nDirectory=relative\n[Backend]\nURL=ws://a/"))
+  }
+
+  /// The token has exactly one way in: TokenFile= or a credential, never the config text.
+  func testAnAuthorizationHeaderInTheConfigIsRefused() {
+    let refused = error("[Backend]\nURL=ws://a/\nHeader=Authorization: Bearer s3cret")
+    XCTAssertNotNil(refused)
+    XCTAssertFalse(refused?.description.contains("s3cret") ?? true)
+  }
+
+  func testTheShippedConfigFileParsesAndChangesNoDefault() throws {
+    let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent("config/chatlinkd.conf").path
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+      return XCTFail("config/chatlinkd.conf missing")
+    }
+    // Uncomment every "#Key=value" line: the result must equal the defaults.
+    var uncommented = ""
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix("#") && line.dropFirst().first?.isLetter == true && line.contains("=") {
+        uncommented += line.dropFirst() + "\n"
+      } else {
+        uncommented += line + "\n"
+      }
+    }
+    var shipped = try ConfigLoader.load(sources: [("chatlinkd.conf", uncommented)])
+    var defaults = Configuration()
+    defaults.url = shipped.url
+    shipped.url = defaults.url
+    XCTAssertEqual(shipped, defaults)
+  }
+}

@@ -1,0 +1,77 @@
+import ChatLinkCore
+import XCTest
+
+final class JSONTests: XCTestCase {
+  private func scan(_ text: String, top: [String] = [], nestedIn: Int? = nil, nested: [String] = [])
+    -> JSONScanner.Result?
+  {
+    Array(text.utf8).withUnsafeBytes {
+      JSONScanner.scan(
+        $0, topLevelKeys: top.map { Array($0.utf8) }, nestedIn: nestedIn,
+        nestedKeys: nested.map { Array($0.utf8) })
+    }
+  }
+
+  private func slice(_ text: String, _ range: Range<Int>?) -> String? {
+    guard let range else { return nil }
+    return String(decoding: Array(text.utf8)[range], as: UTF8.self)
+  }
+
+  func testScannerAcceptsValidJSONOfEveryKind() {
+    for text in [
+      "{}", "[]", "0", "-0.5e+10", "\"\"", "true", "false", "null",
+      " { \"a\" : [1, 2.0, {\"b\": null}] } ",
+      #""\u00e9\n\"\\\/""#, "\"κόσμε\"", "[[[[]]]]", "1E5",
+    ] {
+      XCTAssertNotNil(scan(text), text)
+    }
+  }
+
+  func testScannerRejectsInvalidJSON() {
+    for text in [
+      "", "{", "}", "[1,]", "{\"a\":}", "{a:1}", "01", "1.", ".5", "-", "tru", "nul", "\"abc",
+      "\"a\u{01}b\"", #""\x""#, #""\u12G4""#, "{} {}", "[1 2]", "{\"a\" 1}",
+      "\"\u{FFFD}\"".replacingOccurrences(of: "\u{FFFD}", with: "\u{FFFD}") + "x",
+      String(repeating: "[", count: 200) + String(repeating: "]", count: 200),
+    ] {
+      XCTAssertNil(scan(text), text)
+    }
+    // Invalid UTF-8 inside a string.
+    XCTAssertNil([UInt8]([0x22, 0xC0, 0xAF, 0x22]).withUnsafeBytes { JSONScanner.scan($0) })
+  }
+
+  func testScannerFindsEnvelopeFieldsIncludingEscapedKeys() {
+    let text =
+      #"{"data": {"sender":"bob","room_id": 7, "client_id":"c-1"}, "ev\u0065nt":"message"}"#
+    let result = scan(text, top: ["event", "data"], nestedIn: 1, nested: ["room_id", "client_id"])
+    XCTAssertEqual(slice(text, result?.topLevel[0]), "\"message\"")
+    XCTAssertEqual(slice(text, result?.nested[0]), "7")
+    XCTAssertEqual(slice(text, result?.nested[1]), "\"c-1\"")
+    XCTAssertEqual(result?.isObject, true)
+    XCTAssertEqual(result?.hasLineBreaks, false)
+  }
+
+  func testLineBreaksOutsideStringsAreReportedAndMinified() {
+    let text = "{\n  \"a\": \"x y\",\r\n  \"b\": [1, 2]\n}"
+    XCTAssertEqual(scan(text)?.hasLineBreaks, true)
+    var out: [UInt8] = []
+    Array(text.utf8).withUnsafeBytes { JSONString.minify($0, to: &out) }
+    XCTAssertEqual(String(decoding: out, as: UTF8.self), #"{"a":"x y","b":[1,2]}"#)
+  }
+
+  func testStringEscapingRoundTripsControlCharactersAndQuotes() {
+    let text = "line1\nline2\t\"quoted\" \\ \u{01} é"
+    let quoted = JSONString.quoted(text)
+    XCTAssertFalse(quoted.contains("\n"))
+    XCTAssertNotNil(scan(quoted))
+    let content = Array(quoted.utf8).dropFirst().dropLast()
+    let back = Array(content).withUnsafeBytes { JSONString.unescape($0) }
+    XCTAssertEqual(String(decoding: back, as: UTF8.self), text)
+  }
+
+  func testUnescapeJoinsSurrogatePairs() {
+    let raw = Array(#"\ud83d\ude00 \u00e9"#.utf8)
+    XCTAssertEqual(
+      String(decoding: raw.withUnsafeBytes { JSONString.unescape($0) }, as: UTF8.self), "😀 é")
+  }
+}

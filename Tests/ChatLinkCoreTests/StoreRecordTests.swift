@@ -1,0 +1,83 @@
+import ChatLinkCore
+import Foundation
+import WebSocket
+import XCTest
+
+final class StoreRecordTests: XCTestCase {
+  private func line(_ record: StoreRecord) -> String {
+    var out: [UInt8] = []
+    record.appendLine(to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  private let time = Timestamp(microseconds: 1_764_676_800_123_456)
+
+  func testJSONPayloadsAreEmbeddedAsJSON() throws {
+    let text = line(
+      StoreRecord(
+        seq: 42, time: time, direction: .inbound, room: Array("7".utf8),
+        payload: .text(Array(#"{"event":"message","data":{"room_id":7}}"#.utf8))))
+    XCTAssertEqual(
+      text,
+      #"{"seq":42,"time":"2025-12-02T12:00:00.123456Z","dir":"in","room":7,"type":"json","data":{"event":"message","data":{"room_id":7}}}"#
+        + "\n")
+    let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    XCTAssertEqual((object?["data"] as? [String: Any])?["event"] as? String, "message")
+  }
+
+  func testTextAndBinaryPayloadsAreKeptLosslessly() throws {
+    let text = line(
+      StoreRecord(
+        seq: 1, time: time, direction: .inbound, room: nil,
+        payload: .text(Array("not {json}\n\"x\"".utf8))))
+    XCTAssertEqual(text.filter { $0 == "\n" }.count, 1)
+    let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    XCTAssertEqual(object?["type"] as? String, "text")
+    XCTAssertEqual(object?["data"] as? String, "not {json}\n\"x\"")
+    XCTAssertTrue(object?["room"] is NSNull)
+
+    let bytes: [UInt8] = [0, 1, 2, 254, 255]
+    let binary = line(
+      StoreRecord(seq: 2, time: time, direction: .inbound, room: nil, payload: .binary(bytes)))
+    let decoded = try JSONSerialization.jsonObject(with: Data(binary.utf8)) as? [String: Any]
+    XCTAssertEqual(decoded?["type"] as? String, "binary")
+    XCTAssertEqual(Base64.decode(decoded?["data"] as? String ?? ""), bytes)
+  }
+
+  func testPrettyPrintedJSONIsMinifiedOntoOneLine() throws {
+    let text = line(
+      StoreRecord(
+        seq: 3, time: time, direction: .outbound, room: Array("\"ops\"".utf8), clientID: "c-9",
+        payload: .text(Array("{\n \"a\": 1\n}".utf8))))
+    XCTAssertEqual(text.filter { $0 == "\n" }.count, 1)
+    XCTAssertTrue(
+      text.contains(#""dir":"out","room":"ops","type":"json","id":"c-9","data":{"a":1}}"#))
+  }
+
+  func testSeqIsReadBackFromTheLinePrefix() {
+    let text = line(
+      StoreRecord(
+        seq: 18_446_744_073_709_551_615, time: time, direction: .inbound, room: nil,
+        payload: .text([])))
+    XCTAssertEqual(Array(text.utf8).withUnsafeBytes { StoreRecord.seq(ofLine: $0) }, UInt64.max)
+    XCTAssertNil(Array(#"{"seq":x,"#.utf8).withUnsafeBytes { StoreRecord.seq(ofLine: $0) })
+    XCTAssertNil(Array(#"{"other":1}"#.utf8).withUnsafeBytes { StoreRecord.seq(ofLine: $0) })
+    XCTAssertNil(
+      Array(#"{"seq":99999999999999999999999,"#.utf8).withUnsafeBytes {
+        StoreRecord.seq(ofLine: $0)
+      })
+  }
+
+  func testTimestampsFormatAndParseRFC3339() {
+    XCTAssertEqual(Timestamp(microseconds: 0).rfc3339, "1970-01-01T00:00:00.000000Z")
+    XCTAssertEqual(
+      Timestamp(microseconds: 951_782_400_000_001).rfc3339, "2000-02-29T00:00:00.000001Z")
+    XCTAssertEqual(Timestamp(rfc3339: "2025-12-02T12:00:00.123456Z"), time)
+    XCTAssertEqual(Timestamp(rfc3339: "2025-12-02T13:00:00.123456+01:00"), time)
+    XCTAssertEqual(Timestamp(rfc3339: "1970-01-01T00:00:01Z")?.microseconds, 1_000_000)
+    XCTAssertNil(Timestamp(rfc3339: "2025-13-02T12:00:00Z"))
+    XCTAssertNil(Timestamp(rfc3339: "yesterday"))
+    let now = Timestamp.now()
+    XCTAssertEqual(Timestamp(rfc3339: now.rfc3339), now)
+  }
+}
