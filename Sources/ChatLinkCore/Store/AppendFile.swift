@@ -1,0 +1,150 @@
+import EventLoop
+@preconcurrency import Glibc
+
+/// An append-only file of whole lines, used on the disk thread only.
+///
+/// A failed write is rolled back with ftruncate, so the file never holds a partial line,
+/// even when the disk fills up in the middle of a write.
+final class AppendFile: @unchecked Sendable {
+  // @unchecked: created on the loop, then used by exactly one thread at a time (the disk
+  // worker), handed over through the worker's queue.
+  let path: String
+  private(set) var fd: Int32
+  private(set) var size: Int
+
+  init(path: String, mode: mode_t = 0o640) throws(SystemError) {
+    self.path = path
+    let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, mode)
+    guard fd >= 0 else { throw .last("open \(path)") }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      let error = SystemError.last("fstat \(path)")
+      Glibc.close(fd)
+      throw error
+    }
+    self.fd = fd
+    size = Int(info.st_size)
+  }
+
+  deinit {
+    if fd >= 0 { Glibc.close(fd) }
+  }
+
+  /// Appends all of `bytes` or nothing.
+  func append(_ bytes: [UInt8]) throws(SystemError) {
+    var written = 0
+    while written < bytes.count {
+      let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        let error = SystemError.last("write \(path)")
+        // Roll back whatever part of the chunk reached the file.
+        if written > 0 { ftruncate(fd, off_t(size)) }
+        throw error
+      }
+      written += n
+    }
+    size += bytes.count
+  }
+
+  /// Makes everything written durable.
+  func sync() throws(SystemError) {
+    guard fdatasync(fd) == 0 else { throw .last("fdatasync \(path)") }
+  }
+
+  /// Cuts the file to `length` bytes.
+  func truncate(to length: Int) throws(SystemError) {
+    guard ftruncate(fd, off_t(length)) == 0 else { throw .last("ftruncate \(path)") }
+    size = length
+  }
+
+  /// Reads `count` bytes at `offset`.
+  func read(at offset: Int, count: Int) throws(SystemError) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
+    var done = 0
+    while done < count {
+      let n = out.withUnsafeMutableBytes {
+        pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done))
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .last("pread \(path)")
+      }
+      if n == 0 { break }
+      done += n
+    }
+    return Array(out[..<done])
+  }
+
+  func close() {
+    if fd >= 0 {
+      Glibc.close(fd)
+      fd = -1
+    }
+  }
+
+  /// Syncs the directory so a rename or a new file survives a crash.
+  static func syncDirectory(_ path: String) {
+    let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard dfd >= 0 else { return }
+    fsync(dfd)
+    Glibc.close(dfd)
+  }
+}
+
+/// Finds the last complete line of a file by reading backwards from its end.
+enum TailReader {
+  /// The file's content up to and including its last newline, as an offset, and the last
+  /// lines (up to `wanted`) before it, newest last. Reads only as much as it needs.
+  static func lastLines(
+    of file: AppendFile, wanted: Int, where accept: (UnsafeRawBufferPointer) -> Bool
+  )
+    throws(SystemError) -> (completeLength: Int, lines: [[UInt8]])
+  {
+    let size = file.size
+    var end = size
+    var chunk = 64 * 1024
+    var completeLength: Int?
+    var lines: [[UInt8]] = []
+    var carry: [UInt8] = []
+    while end > 0 && lines.count < wanted {
+      let start = max(0, end - chunk)
+      var data = try file.read(at: start, count: end - start)
+      data += carry
+      carry = []
+      var lineEnd = data.count
+      if completeLength == nil {
+        // Everything after the last newline is a torn line.
+        guard let lastNewline = data.lastIndex(of: 0x0A) else {
+          if start == 0 {
+            completeLength = 0
+            break
+          }
+          carry = data
+          end = start
+          chunk *= 2
+          continue
+        }
+        completeLength = start + lastNewline + 1
+        lineEnd = lastNewline
+      } else if data.last == 0x0A {
+        lineEnd = data.count - 1
+      }
+      var cursor = lineEnd
+      while cursor > 0 && lines.count < wanted {
+        let previous = data[..<cursor].lastIndex(of: 0x0A)
+        let lineStart = previous.map { $0 + 1 } ?? 0
+        if previous == nil && start > 0 {
+          // The line continues before this chunk.
+          carry = Array(data[lineStart..<cursor]) + [0x0A]
+          break
+        }
+        let line = Array(data[lineStart..<cursor])
+        if !line.isEmpty && line.withUnsafeBytes(accept) { lines.append(line) }
+        cursor = previous ?? 0
+      }
+      end = start
+    }
+    return (completeLength ?? size, lines.reversed())
+  }
+}

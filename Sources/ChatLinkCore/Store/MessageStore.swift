@@ -1,0 +1,238 @@
+import EventLoop
+@preconcurrency import Glibc
+import WebSocket
+
+/// The durable JSON-lines message store: `<Directory>/messages.jsonl`.
+///
+/// Records are formatted on the loop into a buffer; a disk thread writes and fsyncs them
+/// (group commit), so a slow or full disk never delays the loop. A record is durable once
+/// `durableSeq` reaches its seq. On a write error (e.g. disk full) nothing partial stays in
+/// the file; the records wait in memory and are retried until the disk takes them.
+public final class MessageStore {
+  /// Store settings, from [Store].
+  public struct Options: Sendable {
+    public var directory: String
+    public var sync: Configuration.SyncMode
+    public var syncInterval: Microseconds
+    public var maxFileSize: Int
+    public var maxFiles: Int
+
+    /// Creates options.
+    public init(
+      directory: String, sync: Configuration.SyncMode = .batch, syncInterval: Microseconds = 50_000,
+      maxFileSize: Int = 64 << 20, maxFiles: Int = 8
+    ) {
+      self.directory = directory
+      self.sync = sync
+      self.syncInterval = syncInterval
+      self.maxFileSize = maxFileSize
+      self.maxFiles = maxFiles
+    }
+
+    /// Takes the [Store] settings of a configuration.
+    public init(_ configuration: Configuration) {
+      self.init(
+        directory: configuration.storeDirectory, sync: configuration.sync,
+        syncInterval: Microseconds(configuration.syncIntervalMSec) * 1000,
+        maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles)
+    }
+  }
+
+  /// What recovery found at start.
+  public struct Recovery: Sendable, Hashable {
+    /// The last seq on disk (0 for an empty store).
+    public var lastSeq: UInt64
+    /// Bytes of a torn last line that were cut off.
+    public var tornBytes: Int
+  }
+
+  /// The file name of the live store file.
+  public static let fileName = "messages.jsonl"
+
+  /// The options in force.
+  public let options: Options
+  /// What recovery found.
+  public let recovery: Recovery
+  /// The last seq assigned.
+  public private(set) var lastSeq: UInt64
+  /// The highest seq written to the file (maybe not yet synced).
+  public private(set) var writtenSeq: UInt64
+  /// The highest seq that is durable.
+  public private(set) var durableSeq: UInt64
+  /// The last write error, while writes are failing.
+  public private(set) var failure: SystemError?
+  /// Called when `durableSeq` advances.
+  public var onDurable: ((UInt64) -> Void)?
+  /// Called when writes start failing (with the error) or recover (with nil).
+  public var onHealthChange: ((SystemError?) -> Void)?
+
+  private let loop: EventLoop
+  private let disk: BackgroundWorker
+  private let log: RotatingLog
+  private var buffer: [UInt8] = []
+  private var bufferLastSeq: UInt64
+  private var inFlightBytes = 0
+  private var inFlight = false
+  private var flushPosted = false
+  private var lastSync: Microseconds = 0
+  private var syncTimer: Timer?
+  private var retryTimer: Timer?
+  private var drainWaiters: [() -> Void] = []
+
+  /// Opens the store, recovering from a crash: a torn last line is cut off and seq continues
+  /// after the last complete record (looking into rotated files if the live one is empty).
+  public init(loop: EventLoop, disk: BackgroundWorker, options: Options) throws(SystemError) {
+    self.loop = loop
+    self.disk = disk
+    self.options = options
+    try FileSystem.makeDirectories(options.directory)
+    log = try RotatingLog(
+      directory: options.directory, name: Self.fileName, maxFileSize: options.maxFileSize,
+      maxFiles: options.maxFiles)
+    let isOurs: (UnsafeRawBufferPointer) -> Bool = { StoreRecord.seq(ofLine: $0) != nil }
+    let tail = try TailReader.lastLines(of: log.current, wanted: 1, where: isOurs)
+    var torn = 0
+    if tail.completeLength < log.current.size {
+      torn = log.current.size - tail.completeLength
+      try log.current.truncate(to: tail.completeLength)
+      try log.current.sync()
+    }
+    var last = tail.lines.last.flatMap { $0.withUnsafeBytes(StoreRecord.seq(ofLine:)) }
+    var generation = 1
+    while last == nil && generation < options.maxFiles {
+      let older = log.path(generation: generation)
+      if FileSystem.exists(older), let file = try? AppendFile(path: older) {
+        let lines = try TailReader.lastLines(of: file, wanted: 1, where: isOurs).lines
+        last = lines.last.flatMap { $0.withUnsafeBytes(StoreRecord.seq(ofLine:)) }
+      }
+      generation += 1
+    }
+    recovery = Recovery(lastSeq: last ?? 0, tornBytes: torn)
+    lastSeq = recovery.lastSeq
+    writtenSeq = lastSeq
+    durableSeq = lastSeq
+    bufferLastSeq = lastSeq
+    syncTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flush() }
+    retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in self.flush() }
+  }
+
+  /// The live file's path.
+  public var path: String { log.path }
+
+  /// Bytes formatted but not yet written: grows when the disk is slow or full.
+  public var backlogBytes: Int { buffer.count + inFlightBytes }
+
+  /// Appends a record; returns its seq. It becomes durable asynchronously (`onDurable`).
+  @discardableResult
+  public func append(
+    direction: StoreRecord.Direction, room: [UInt8]?, clientID: String? = nil, payload: Message,
+    scan: JSONScanner.Result?? = .none, time: Timestamp = .now()
+  ) -> UInt64 {
+    lastSeq += 1
+    let record = StoreRecord(
+      seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
+      payload: payload)
+    record.appendLine(to: &buffer, scan: scan)
+    bufferLastSeq = lastSeq
+    if buffer.count >= 1 << 20 {
+      flush()
+    } else if !flushPosted {
+      // Everything appended in this loop iteration goes out in one write.
+      flushPosted = true
+      loop.post { [weak self] in
+        self?.flushPosted = false
+        self?.flush()
+      }
+    }
+    return lastSeq
+  }
+
+  /// Calls `completion` once everything appended so far is durable (or at once when it is).
+  public func whenDurable(_ completion: @escaping () -> Void) {
+    let target = lastSeq
+    if durableSeq >= target {
+      completion()
+      return
+    }
+    drainWaiters.append { [unowned self] in
+      if self.durableSeq >= target { completion() }
+    }
+    forceSync = true
+    flush()
+  }
+
+  private var forceSync = false
+
+  private func flush() {
+    guard !inFlight else { return }
+    let now = loop.now
+    let unsynced = writtenSeq > durableSeq || !buffer.isEmpty
+    var sync: Bool
+    switch options.sync {
+    case .always: sync = true
+    case .none: sync = false
+    case .batch: sync = unsynced && (forceSync || now >= lastSync + options.syncInterval)
+    }
+    if forceSync && options.sync != .none { sync = true }
+    guard !buffer.isEmpty || sync else {
+      if options.sync == .batch && writtenSeq > durableSeq {
+        syncTimer?.schedule(at: lastSync + options.syncInterval)
+      }
+      return
+    }
+    forceSync = false
+    let chunk = buffer
+    buffer = []
+    buffer.reserveCapacity(min(chunk.count, 1 << 20))
+    let chunkSeq = bufferLastSeq
+    let target = chunk.isEmpty ? writtenSeq : chunkSeq
+    inFlight = true
+    inFlightBytes = chunk.count
+    let log = self.log
+    let shouldSync = sync
+    disk.submit({ log.write(chunk, sync: shouldSync) }) { [weak self] outcome in
+      self?.finished(outcome, chunk: chunk, target: target, synced: shouldSync)
+    }
+  }
+
+  private func finished(
+    _ outcome: RotatingLog.Outcome, chunk: [UInt8], target: UInt64, synced: Bool
+  ) {
+    inFlight = false
+    inFlightBytes = 0
+    switch outcome {
+    case .written:
+      writtenSeq = target
+      if synced {
+        lastSync = loop.now
+      }
+      if synced || options.sync == .none {
+        durableSeq = writtenSeq
+        onDurable?(durableSeq)
+      }
+      if failure != nil {
+        failure = nil
+        onHealthChange?(nil)
+      }
+    case .failed(let error):
+      // Keep the records, in order, and try again shortly; the file holds no partial line.
+      buffer = chunk + buffer
+      let first = failure == nil
+      failure = error
+      if first { onHealthChange?(error) }
+      retryTimer?.schedule(after: 1_000_000)
+      return
+    }
+    if !drainWaiters.isEmpty && durableSeq >= lastSeq {
+      let waiters = drainWaiters
+      drainWaiters = []
+      for waiter in waiters { waiter() }
+    }
+    if !buffer.isEmpty || (!drainWaiters.isEmpty) {
+      if !drainWaiters.isEmpty { forceSync = true }
+      flush()
+    } else if options.sync == .batch && writtenSeq > durableSeq {
+      syncTimer?.schedule(at: lastSync + options.syncInterval)
+    }
+  }
+}

@@ -1,0 +1,176 @@
+import ChatLinkCore
+import EventLoop
+import Foundation
+@preconcurrency import Glibc
+import WebSocket
+import XCTest
+
+final class MessageStoreTests: XCTestCase {
+  private var loop: EventLoop!
+  private var disk: BackgroundWorker!
+  private let dir = TemporaryDirectory()
+
+  override func setUpWithError() throws {
+    loop = try EventLoop()
+    disk = try BackgroundWorker(loop: loop, name: "test-disk")
+  }
+
+  private func open(
+    sync: Configuration.SyncMode = .batch, maxFileSize: Int = 64 << 20, maxFiles: Int = 8
+  ) throws -> MessageStore {
+    try MessageStore(
+      loop: loop, disk: disk,
+      options: MessageStore.Options(
+        directory: dir.path, sync: sync, syncInterval: 20_000, maxFileSize: maxFileSize,
+        maxFiles: maxFiles))
+  }
+
+  private func seqs(_ name: String = MessageStore.fileName) -> [UInt64] {
+    dir.lines(name).compactMap { line in
+      Array(line.utf8).withUnsafeBytes { StoreRecord.seq(ofLine: $0) }
+    }
+  }
+
+  func testRecordsBecomeDurableLinesInOrderForEverySyncMode() throws {
+    for mode in Configuration.SyncMode.allCases {
+      let sub = dir.path + "/" + mode.rawValue
+      let store = try MessageStore(
+        loop: loop, disk: disk,
+        options: MessageStore.Options(directory: sub, sync: mode, syncInterval: 20_000))
+      var durable: UInt64 = 0
+      store.onDurable = { durable = $0 }
+      for i in 1...1000 {
+        store.append(
+          direction: .inbound, room: Array("7".utf8), payload: .text(Array("{\"n\":\(i)}".utf8)))
+      }
+      XCTAssertEqual(store.lastSeq, 1000)
+      try spin(loop) { durable == 1000 }
+      let lines = try String(contentsOfFile: sub + "/messages.jsonl", encoding: .utf8).split(
+        separator: "\n")
+      XCTAssertEqual(lines.count, 1000, "\(mode)")
+      XCTAssertTrue(lines[999].contains(#""data":{"n":1000}"#))
+    }
+  }
+
+  func testSeqContinuesAcrossRestarts() throws {
+    var store: MessageStore? = try open()
+    for _ in 0..<5 {
+      store?.append(direction: .inbound, room: nil, payload: .text(Array("x".utf8)))
+    }
+    var done = false
+    store?.whenDurable { done = true }
+    try spin(loop) { done }
+    store = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.recovery.lastSeq, 5)
+    reopened.append(direction: .inbound, room: nil, payload: .text(Array("y".utf8)))
+    done = false
+    reopened.whenDurable { done = true }
+    try spin(loop) { done }
+    XCTAssertEqual(seqs(), [1, 2, 3, 4, 5, 6])
+  }
+
+  /// A crash mid-write leaves a torn last line: recovery cuts it and keeps every whole line.
+  func testRecoveryCutsATornLastLineAndKeepsTheRest() throws {
+    let good =
+      #"{"seq":41,"time":"2026-01-01T00:00:00.000000Z","dir":"in","room":null,"type":"text","data":"a"}"#
+    let good2 =
+      #"{"seq":42,"time":"2026-01-01T00:00:00.000000Z","dir":"in","room":null,"type":"text","data":"b"}"#
+    dir.write(
+      MessageStore.fileName, good + "\n" + good2 + "\n" + #"{"seq":43,"time":"2026-01-01T0"#)
+    let store = try open()
+    XCTAssertEqual(store.recovery.lastSeq, 42)
+    XCTAssertEqual(store.recovery.tornBytes, 30)
+    XCTAssertEqual(dir.read(MessageStore.fileName), good + "\n" + good2 + "\n")
+    XCTAssertEqual(store.append(direction: .inbound, room: nil, payload: .text([])), 43)
+  }
+
+  func testRecoverySkipsGarbageLinesAndSurvivesAFileWithNoNewline() throws {
+    dir.write(MessageStore.fileName, #"{"seq":7,"x":1}"# + "\nnot ours at all\n")
+    XCTAssertEqual(try open().recovery.lastSeq, 7)
+    let other = TemporaryDirectory()
+    other.write(MessageStore.fileName, String(repeating: "z", count: 200_000))
+    let store = try MessageStore(
+      loop: loop, disk: disk, options: MessageStore.Options(directory: other.path))
+    XCTAssertEqual(store.recovery.lastSeq, 0)
+    XCTAssertEqual(store.recovery.tornBytes, 200_000)
+  }
+
+  func testRecoveryFindsTheLastSeqBehindALongLine() throws {
+    let long = #"{"seq":9,"data":""# + String(repeating: "x", count: 300_000) + "\"}"
+    dir.write(MessageStore.fileName, #"{"seq":8,"a":1}"# + "\n" + long + "\n")
+    XCTAssertEqual(try open().recovery.lastSeq, 9)
+  }
+
+  func testRotationKeepsMaxFilesAndSeqContinuesAfterRotation() throws {
+    var store: MessageStore? = try open(sync: .always, maxFileSize: 4096, maxFiles: 3)
+    let payload = Message.text(Array(String(repeating: "m", count: 300).utf8))
+    for _ in 0..<100 {
+      store?.append(direction: .inbound, room: nil, payload: payload)
+      var done = false
+      store?.whenDurable { done = true }
+      try spin(loop) { done }
+    }
+    let names = FileManager.default.fileNames(atPath: dir.path)
+    XCTAssertEqual(names, ["messages.jsonl", "messages.jsonl.1", "messages.jsonl.2"])
+    let all = seqs("messages.jsonl.2") + seqs("messages.jsonl.1") + seqs()
+    XCTAssertEqual(all, Array(all.first!...100))
+    // Rotate so the live file is empty, then restart: seq continues from the rotated file.
+    store = nil
+    try FileManager.default.removeItem(atPath: dir.path + "/messages.jsonl")
+    FileManager.default.createFile(atPath: dir.path + "/messages.jsonl", contents: nil)
+    XCTAssertEqual(
+      try open(maxFileSize: 4096, maxFiles: 3).recovery.lastSeq, seqs("messages.jsonl.1").last)
+  }
+
+  /// A full disk fails the write: no partial line reaches the file, the records wait, and
+  /// they are written once space returns.
+  func testAWriteFailureLeavesNoPartialLineAndRecoversWhenSpaceReturns() throws {
+    let store = try open(sync: .always)
+    var failures: [SystemError?] = []
+    store.onHealthChange = { failures.append($0) }
+    store.append(direction: .inbound, room: nil, payload: .text(Array("first".utf8)))
+    var done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    let sizeBefore = FileSystem.size(store.path) ?? 0
+
+    // RLIMIT_FSIZE makes writes past the limit fail with EFBIG, as a full disk fails them.
+    signal(SIGXFSZ, SIG_IGN)
+    var old = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    var limited = rlimit(rlim_cur: rlim_t(sizeBefore + 150), rlim_max: old.rlim_max)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
+    for i in 0..<20 {
+      store.append(
+        direction: .inbound, room: nil, payload: .text(Array("record \(i) with some text".utf8)))
+    }
+    try spin(loop) { store.failure != nil }
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    XCTAssertEqual(FileSystem.size(store.path), sizeBefore)
+    XCTAssertGreaterThan(store.backlogBytes, 0)
+    XCTAssertEqual(store.durableSeq, 1)
+
+    done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    XCTAssertNil(store.failure)
+    XCTAssertEqual(seqs(), Array(1...21))
+    XCTAssertEqual(failures.count, 2)
+    XCTAssertNotNil(failures.first ?? nil)
+    XCTAssertNil(failures.last ?? nil)
+  }
+
+  func testStoreFilesAreCreatedWithMode0640() throws {
+    _ = try open()
+    var info = stat()
+    stat(dir.path + "/messages.jsonl", &info)
+    XCTAssertEqual(info.st_mode & 0o777, 0o640)
+  }
+}
+
+extension FileManager {
+  func fileNames(atPath path: String) -> [String] {
+    ((try? contentsOfDirectory(atPath: path)) ?? []).sorted()
+  }
+}

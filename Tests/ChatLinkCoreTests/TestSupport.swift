@@ -1,0 +1,41 @@
+import EventLoop
+import Foundation
+@preconcurrency import Glibc
+import XCTest
+
+/// A fresh directory under /tmp, removed at deinit.
+final class TemporaryDirectory {
+  let path: String
+  init() {
+    var template = Array("/tmp/chatlink-test-XXXXXX".utf8CString)
+    path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+  }
+  deinit { try? FileManager.default.removeItem(atPath: path) }
+
+  func read(_ name: String) -> String {
+    (try? String(contentsOfFile: path + "/" + name, encoding: .utf8)) ?? ""
+  }
+
+  func write(_ name: String, _ text: String) {
+    FileManager.default.createFile(atPath: path + "/" + name, contents: Data(text.utf8))
+  }
+
+  func lines(_ name: String) -> [String] {
+    read(name).split(separator: "\n").map(String.init)
+  }
+}
+
+/// Spins `loop` until `done()` or the timeout.
+func spin(
+  _ loop: EventLoop, timeout: Microseconds = 5_000_000, file: StaticString = #filePath,
+  line: UInt = #line, until done: () -> Bool
+) throws {
+  let start = loop.now
+  while !done() {
+    try loop.runOnce(timeout: 20_000)
+    if loop.now - start > timeout {
+      XCTFail("timed out", file: file, line: line)
+      return
+    }
+  }
+}
