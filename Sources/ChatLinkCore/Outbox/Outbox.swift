@@ -1,0 +1,320 @@
+import EventLoop
+@preconcurrency import Glibc
+import WebSocket
+
+/// Why a send was not accepted.
+public enum OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// MaxMessages unconfirmed messages are already waiting.
+  case full(limit: Int)
+  /// The client id is not acceptable.
+  case invalidID(String)
+  /// The room name is not acceptable.
+  case invalidRoom(String)
+  /// The outbox could not be made durable (e.g. the disk is full): nothing was accepted.
+  case storageFailed(SystemError)
+
+  public var description: String {
+    switch self {
+    case .full(let limit): "the outbox is full (\(limit) unconfirmed messages); try again later"
+    case .invalidID(let id):
+      "invalid client id '\(id.prefix(40))': use 1-128 of A-Z a-z 0-9 . _ : -"
+    case .invalidRoom(let room): "invalid room '\(room.prefix(40))'"
+    case .storageFailed(let error): "cannot store the message durably: \(error.message)"
+    }
+  }
+}
+
+/// The durable queue of outgoing messages: `<Directory>/outbox.jsonl`.
+///
+/// A message is acknowledged to the sender only after its line is fsynced, and stays until
+/// the backend confirms it, so it survives reconnects and restarts (at least once, in order).
+/// The file is an append-only log of `add` and `ack` lines, compacted when it grows.
+public final class Outbox {
+  /// The file name.
+  public static let fileName = "outbox.jsonl"
+
+  /// Unconfirmed entries, oldest first.
+  public private(set) var pending: [OutboxEntry] = []
+  /// The most unconfirmed entries accepted.
+  public let maxMessages: Int
+  /// Lines that did not parse at start (logged and skipped).
+  public private(set) var corruptLines = 0
+  /// Called after new entries became durable and pending.
+  public var onEnqueued: (() -> Void)?
+
+  private let loop: EventLoop
+  private let disk: BackgroundWorker
+  private let file: OutboxFile
+  private var nextCount: UInt64 = 1
+  private var random = SecureRandomGenerator()
+  private var batch: [UInt8] = []
+  private var batchEntries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)] = []
+  private var acks: [UInt8] = []
+  private var inFlight = false
+  private var flushPosted = false
+  private var accepting: [String: Int] = [:]
+
+  /// Opens the outbox and replays it: every `add` without an `ack` is pending again.
+  public init(loop: EventLoop, disk: BackgroundWorker, directory: String, maxMessages: Int)
+    throws(SystemError)
+  {
+    self.loop = loop
+    self.disk = disk
+    self.maxMessages = maxMessages
+    try FileSystem.makeDirectories(directory)
+    file = try OutboxFile(path: directory + "/" + Self.fileName)
+    try replay()
+  }
+
+  /// Whether a message with this client id is waiting.
+  public func contains(id: String) -> Bool {
+    pending.contains { $0.id == id } || accepting[id] != nil
+  }
+
+  /// Accepts a message; `completion` runs once it is durable (or refused).
+  ///
+  /// Sending the same client id again while it is pending is idempotent: the completion gets
+  /// the existing entry.
+  public func enqueue(
+    room: RoomID?, text: String, id: String? = nil,
+    completion: @escaping (Result<OutboxEntry, OutboxError>) -> Void
+  ) {
+    if let id {
+      guard OutboxEntry.isValidID(id) else { return completion(.failure(.invalidID(id))) }
+      if let existing = pending.first(where: { $0.id == id }) {
+        return completion(.success(existing))
+      }
+    }
+    guard pending.count + batchEntries.count + inFlightCount < maxMessages else {
+      return completion(.failure(.full(limit: maxMessages)))
+    }
+    let entry = OutboxEntry(
+      id: id ?? makeID(), room: room, text: text, count: nextCount, created: .now())
+    nextCount += 1
+    appendAddLine(entry, to: &batch)
+    batchEntries.append((entry, completion))
+    accepting[entry.id, default: 0] += 1
+    scheduleFlush()
+  }
+
+  /// Removes confirmed entries; the `ack` lines need no fsync (a lost ack only means the
+  /// message is delivered again, which at-least-once allows).
+  public func confirm(ids: Set<String>) {
+    guard !ids.isEmpty else { return }
+    let before = pending.count
+    pending.removeAll { entry in
+      guard ids.contains(entry.id) else { return false }
+      acks += Array(#"{"op":"ack","id":"#.utf8)
+      JSONString.append(entry.id, to: &acks)
+      acks += Array("}\n".utf8)
+      return true
+    }
+    if pending.count != before { scheduleFlush() }
+  }
+
+  /// Calls `completion` when everything accepted so far has been written (for shutdown).
+  public func whenIdle(_ completion: @escaping () -> Void) {
+    if !inFlight && batch.isEmpty && acks.isEmpty {
+      completion()
+      return
+    }
+    idleWaiters.append(completion)
+    flush()
+  }
+
+  private var idleWaiters: [() -> Void] = []
+  private var inFlightCount = 0
+
+  private func makeID() -> String {
+    let value = random.next()
+    let hex = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+  }
+
+  private func appendAddLine(_ entry: OutboxEntry, to out: inout [UInt8]) {
+    out += Array(#"{"op":"add","id":"#.utf8)
+    JSONString.append(entry.id, to: &out)
+    out += Array(#","room":"#.utf8)
+    out += entry.room?.json ?? Array("null".utf8)
+    out += Array(#","count":"#.utf8)
+    out += Array(String(entry.count).utf8)
+    out += Array(#","time":""#.utf8)
+    entry.created.append(to: &out)
+    out += Array(#"","text":"#.utf8)
+    JSONString.append(entry.text, to: &out)
+    out += Array("}\n".utf8)
+  }
+
+  private func scheduleFlush() {
+    guard !flushPosted else { return }
+    flushPosted = true
+    // Every send made in this loop iteration shares one fsync (group commit).
+    loop.post { [weak self] in
+      self?.flushPosted = false
+      self?.flush()
+    }
+  }
+
+  private func flush() {
+    guard !inFlight else { return }
+    if batch.isEmpty && acks.isEmpty {
+      let waiters = idleWaiters
+      idleWaiters = []
+      for waiter in waiters { waiter() }
+      return
+    }
+    let chunk = acks + batch
+    let entries = batchEntries
+    let sync = !entries.isEmpty
+    acks = []
+    batch = []
+    batchEntries = []
+    inFlight = true
+    inFlightCount = entries.count
+    let compact: [UInt8]? = compactionImage()
+    let file = self.file
+    disk.submit({ file.write(chunk, sync: sync, replaceWith: compact) }) { [weak self] result in
+      self?.finished(result, entries: entries)
+    }
+  }
+
+  /// When the log has grown past 1 MiB, the pending entries (plus what this job adds) are
+  /// all it needs to hold: rewrite it with just those.
+  private func compactionImage() -> [UInt8]? {
+    guard file.sizeEstimate > 1 << 20 else { return nil }
+    var image: [UInt8] =
+      Array(#"{"op":"counter","count":"#.utf8) + Array(String(nextCount).utf8) + Array("}\n".utf8)
+    for entry in pending { appendAddLine(entry, to: &image) }
+    return image
+  }
+
+  private func finished(
+    _ result: Result<Void, SystemError>,
+    entries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)]
+  ) {
+    inFlight = false
+    inFlightCount = 0
+    for (entry, _) in entries {
+      accepting[entry.id, default: 1] -= 1
+      if accepting[entry.id] == 0 { accepting[entry.id] = nil }
+    }
+    switch result {
+    case .success:
+      pending += entries.map(\.0)
+      for (entry, completion) in entries { completion(.success(entry)) }
+      if !entries.isEmpty { onEnqueued?() }
+    case .failure(let error):
+      // The write was rolled back: none of these messages is in the outbox.
+      for (_, completion) in entries { completion(.failure(.storageFailed(error))) }
+    }
+    flush()
+  }
+
+  private func replay() throws(SystemError) {
+    let data = try file.readAll()
+    var order: [String] = []
+    var byID: [String: OutboxEntry] = [:]
+    var maxCount: UInt64 = 0
+    var goodLength = 0
+    var offset = 0
+    let keys = ["op", "id", "room", "count", "time", "text"].map { Array($0.utf8) }
+    data.withUnsafeBytes { raw in
+      while offset < raw.count {
+        guard let newline = raw[offset...].firstIndex(of: 0x0A) else { break }  // torn tail
+        let line = UnsafeRawBufferPointer(rebasing: raw[offset..<newline])
+        offset = newline + 1
+        goodLength = offset
+        guard let scan = JSONScanner.scan(line, topLevelKeys: keys) else {
+          corruptLines += 1
+          continue
+        }
+        func string(_ i: Int) -> String? {
+          guard let range = scan.topLevel[i], range.count >= 2, line[range.lowerBound] == 0x22
+          else { return nil }
+          let content = UnsafeRawBufferPointer(
+            rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
+          return String(decoding: JSONString.unescape(content), as: UTF8.self)
+        }
+        func number(_ i: Int) -> UInt64? {
+          guard let range = scan.topLevel[i] else { return nil }
+          return UInt64(
+            String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self))
+        }
+        switch string(0) {
+        case "add":
+          guard let id = string(1), let text = string(5), let count = number(3) else {
+            corruptLines += 1
+            continue
+          }
+          let room = scan.topLevel[2].flatMap { range -> RoomID? in
+            let value = UnsafeRawBufferPointer(rebasing: line[range])
+            return value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
+          }
+          let created = string(4).flatMap { Timestamp(rfc3339: $0) } ?? .now()
+          if byID[id] == nil { order.append(id) }
+          byID[id] = OutboxEntry(id: id, room: room, text: text, count: count, created: created)
+          maxCount = max(maxCount, count)
+        case "ack":
+          if let id = string(1) { byID[id] = nil }
+        case "counter":
+          maxCount = max(maxCount, (number(3) ?? 1) - 1)
+        default:
+          corruptLines += 1
+        }
+      }
+    }
+    if goodLength < data.count { try file.truncate(to: goodLength) }
+    pending = order.compactMap { byID[$0] }
+    nextCount = maxCount + 1
+  }
+}
+
+/// The outbox log on disk; used by the disk worker after start-up.
+final class OutboxFile: @unchecked Sendable {
+  // @unchecked: the loop uses it only during replay, before any job is queued; afterwards
+  // only the disk worker touches it (sizeEstimate is a racy hint, read on the loop).
+  private var file: AppendFile
+  private let path: String
+  private(set) var sizeEstimate: Int
+
+  init(path: String) throws(SystemError) {
+    self.path = path
+    file = try AppendFile(path: path)
+    sizeEstimate = file.size
+  }
+
+  func readAll() throws(SystemError) -> [UInt8] {
+    try file.read(at: 0, count: file.size)
+  }
+
+  func truncate(to length: Int) throws(SystemError) {
+    try file.truncate(to: length)
+    try file.sync()
+    sizeEstimate = length
+  }
+
+  func write(_ chunk: [UInt8], sync: Bool, replaceWith image: [UInt8]?) -> Result<Void, SystemError>
+  {
+    do throws(SystemError) {
+      if let image {
+        // Write the compacted image to a new file, make it durable, then swap it in.
+        let temporary = path + ".new"
+        unlink(temporary)
+        let fresh = try AppendFile(path: temporary)
+        try fresh.append(image + chunk)
+        try fresh.sync()
+        guard rename(temporary, path) == 0 else { throw SystemError.last("rename \(temporary)") }
+        if let slash = path.lastIndex(of: "/") { AppendFile.syncDirectory(String(path[..<slash])) }
+        file.close()
+        file = fresh
+      } else {
+        try file.append(chunk)
+        if sync { try file.sync() }
+      }
+      sizeEstimate = file.size
+      return .success(())
+    } catch {
+      return .failure(error)
+    }
+  }
+}

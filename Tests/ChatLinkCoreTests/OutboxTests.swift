@@ -1,0 +1,148 @@
+import ChatLinkCore
+import EventLoop
+import Foundation
+@preconcurrency import Glibc
+import XCTest
+
+final class OutboxTests: XCTestCase {
+  private var loop: EventLoop!
+  private var disk: BackgroundWorker!
+  private let dir = TemporaryDirectory()
+
+  override func setUpWithError() throws {
+    loop = try EventLoop()
+    disk = try BackgroundWorker(loop: loop, name: "test-disk")
+  }
+
+  private func open(max: Int = 100) throws -> Outbox {
+    try Outbox(loop: loop, disk: disk, directory: dir.path, maxMessages: max)
+  }
+
+  @discardableResult
+  private func send(_ outbox: Outbox, _ text: String, room: String? = "7", id: String? = nil) throws
+    -> Result<OutboxEntry, OutboxError>
+  {
+    var result: Result<OutboxEntry, OutboxError>?
+    outbox.enqueue(room: room.flatMap(RoomID.init), text: text, id: id) { result = $0 }
+    try spin(loop) { result != nil }
+    return try XCTUnwrap(result)
+  }
+
+  func testAcceptedMessagesAreDurableBeforeTheCompletionAndSurviveARestart() throws {
+    var outbox: Outbox? = try open()
+    var enqueued = 0
+    outbox?.onEnqueued = { enqueued += 1 }
+    let a = try send(outbox!, "first").get()
+    let b = try send(outbox!, "second\nline", room: "ops").get()
+    XCTAssertEqual(enqueued, 2)
+    XCTAssertNotEqual(a.id, b.id)
+    XCTAssertEqual(b.count, a.count + 1)
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 2)
+    outbox = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.pending.map(\.text), ["first", "second\nline"])
+    XCTAssertEqual(reopened.pending.map(\.room), [RoomID("7"), RoomID("ops")])
+    XCTAssertEqual(reopened.pending.map(\.id), [a.id, b.id])
+    let c = try send(reopened, "third").get()
+    XCTAssertGreaterThan(c.count, b.count)
+  }
+
+  func testConfirmedMessagesAreNotReplayed() throws {
+    var outbox: Outbox? = try open()
+    let a = try send(outbox!, "a").get()
+    _ = try send(outbox!, "b").get()
+    outbox?.confirm(ids: [a.id])
+    var idle = false
+    outbox?.whenIdle { idle = true }
+    try spin(loop) { idle }
+    outbox = nil
+    XCTAssertEqual(try open().pending.map(\.text), ["b"])
+  }
+
+  func testAFullOutboxRefusesWithAClearErrorAndKeepsWhatItHas() throws {
+    let outbox = try open(max: 2)
+    try send(outbox, "1").get()
+    try send(outbox, "2").get()
+    guard case .failure(let error) = try send(outbox, "3") else { return XCTFail() }
+    XCTAssertEqual(error, .full(limit: 2))
+    XCTAssertTrue(error.description.contains("full"))
+    XCTAssertEqual(outbox.pending.map(\.text), ["1", "2"])
+  }
+
+  func testClientIDsAreValidatedAndResendingAPendingIDIsIdempotent() throws {
+    let outbox = try open()
+    let first = try send(outbox, "x", id: "deploy-42").get()
+    let again = try send(outbox, "x", id: "deploy-42").get()
+    XCTAssertEqual(first, again)
+    XCTAssertEqual(outbox.pending.count, 1)
+    guard case .failure(.invalidID) = try send(outbox, "x", id: "has space") else {
+      return XCTFail()
+    }
+    guard case .failure(.invalidID) = try send(outbox, "x", id: String(repeating: "a", count: 129))
+    else {
+      return XCTFail()
+    }
+  }
+
+  func testReplayCutsATornLineAndSkipsCorruptOnes() throws {
+    dir.write(
+      Outbox.fileName,
+      #"{"op":"add","id":"a","room":7,"count":1,"time":"2026-01-01T00:00:00Z","text":"keep"}"#
+        + "\n"
+        + "garbage\n"
+        + #"{"op":"add","id":"b","room":null,"count":2,"time":"2026-01-01T00:00:00Z","text":"raw"}"#
+        + "\n"
+        + #"{"op":"add","id":"c","roo"#)
+    let outbox = try open()
+    XCTAssertEqual(outbox.pending.map(\.id), ["a", "b"])
+    XCTAssertNil(outbox.pending[1].room)
+    XCTAssertEqual(outbox.corruptLines, 1)
+    XCTAssertTrue(dir.read(Outbox.fileName).hasSuffix("\"text\":\"raw\"}\n"))
+    XCTAssertEqual(try send(outbox, "next").get().count, 3)
+  }
+
+  func testTheLogIsCompactedOnceItGrowsAndStillReplaysCorrectly() throws {
+    var outbox: Outbox? = try open(max: 100_000)
+    let text = String(repeating: "x", count: 1000)
+    var keep: [String] = []
+    for i in 0..<1500 {
+      let entry = try send(outbox!, text).get()
+      if i % 500 == 0 { keep.append(entry.id) } else { outbox?.confirm(ids: [entry.id]) }
+    }
+    var idle = false
+    outbox?.whenIdle { idle = true }
+    try spin(loop) { idle }
+    XCTAssertLessThan(FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0, 1_200_000)
+    outbox = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.pending.map(\.id), keep)
+    XCTAssertEqual(try send(reopened, "after").get().count, 1501)
+  }
+
+  func testAStorageFailureRefusesTheSendAndLeavesNothingHalfWritten() throws {
+    let outbox = try open()
+    try send(outbox, "before").get()
+    let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
+    signal(SIGXFSZ, SIG_IGN)
+    var old = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    var limited = rlimit(rlim_cur: rlim_t(size + 10), rlim_max: old.rlim_max)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
+    let result = try send(outbox, "this line does not fit")
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    guard case .failure(.storageFailed) = result else { return XCTFail("\(result)") }
+    XCTAssertEqual(outbox.pending.map(\.text), ["before"])
+    XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
+    XCTAssertEqual(try send(outbox, "after").get().text, "after")
+  }
+
+  func testRoomIDsAreNumbersWhenCanonicalAndStringsOtherwise() {
+    XCTAssertEqual(RoomID("7")?.json, Array("7".utf8))
+    XCTAssertEqual(RoomID("007")?.json, Array("\"007\"".utf8))
+    XCTAssertEqual(RoomID("ops")?.json, Array("\"ops\"".utf8))
+    XCTAssertNil(RoomID(""))
+    XCTAssertNil(RoomID("a\nb"))
+    XCTAssertEqual(Array("\"ops\"".utf8).withUnsafeBytes { RoomID(json: $0) }, RoomID("ops"))
+    XCTAssertEqual(Array("12".utf8).withUnsafeBytes { RoomID(json: $0) }, RoomID("12"))
+  }
+}
