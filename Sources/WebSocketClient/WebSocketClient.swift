@@ -118,6 +118,10 @@ public final class WebSocketClient: ByteStreamDelegate {
     stream?.close()
   }
 
+  /// What the connector is doing while `phase` is `.connecting`: "resolving",
+  /// "connecting" or "TLS handshake".
+  public var connectorPhase: String? { connector?.currentPhase }
+
   /// The peer address and TLS version, once connected.
   public var peerDescription: String? { stream?.peerDescription }
 

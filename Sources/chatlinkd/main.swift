@@ -1,1 +1,66 @@
-print("todo")
+// chatlinkd: parse the command line, set up, notify READY, run the loop.
+import ChatLinkCore
+import EventLoop
+
+@preconcurrency import Glibc
+
+let usage = """
+  USAGE: chatlinkd [--config PATH] [--check-config] [--version]
+
+  Keeps one WebSocket connection to a chat backend, stores every received message as a JSON
+  line, and delivers messages sent with chatlinkctl. Normally started by systemd
+  (chatlinkd.service); see chatlinkd(8) and chatlinkd.conf(5).
+
+  OPTIONS:
+    --config PATH     configuration file (default \(ConfigLoader.defaultPath)); drop-ins are
+                      read from PATH.d/*.conf
+    --check-config    validate the configuration and the token file, then exit
+    --version         print the version
+    -h, --help        show this help
+
+  """
+
+func fail(_ message: String, code: Int32) -> Never {
+  fputs("chatlinkd: \(message)\n", stderr)
+  exit(code)
+}
+
+var options = Daemon.Options()
+var checkOnly = false
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+  switch argument {
+  case "--config":
+    guard let path = arguments.next() else { fail("--config needs a path\n\n\(usage)", code: 2) }
+    options.configPath = path
+  case "--check-config": checkOnly = true
+  case "--version":
+    print("chatlinkd \(ChatLinkVersion.current)")
+    exit(0)
+  case "-h", "--help":
+    print(usage)
+    exit(0)
+  default:
+    fail("unknown argument '\(argument)'\n\n\(usage)", code: 2)
+  }
+}
+
+if checkOnly {
+  do {
+    let configuration = try ConfigLoader.load(path: options.configPath)
+    _ = try TokenSource.read(
+      tokenFile: configuration.tokenFile,
+      credentialsDirectory: FileSystem.environment("CREDENTIALS_DIRECTORY"))
+    print("\(options.configPath): OK (backend \(configuration.url?.description ?? "?"))")
+    exit(0)
+  } catch {
+    fail("\(error)", code: 1)
+  }
+}
+
+do {
+  let daemon = try Daemon(options: options)
+  exit(try daemon.run())
+} catch {
+  fail("\(error)", code: 1)
+}

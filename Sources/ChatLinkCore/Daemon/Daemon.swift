@@ -1,0 +1,240 @@
+import EventLoop
+import Transport
+import WebSocket
+
+@preconcurrency import Glibc
+
+/// chatlinkd's manager: owns the loop and one named field per event source, in the manner of
+/// systemd-timesyncd's Manager. `main` only parses argv, builds this, and calls `run()`.
+public final class Daemon {
+  /// What the command line decided.
+  public struct Options: Sendable {
+    public var configPath: String
+    public init(configPath: String = ConfigLoader.defaultPath) {
+      self.configPath = configPath
+    }
+  }
+
+  /// Why the daemon could not start.
+  public enum StartError: Error, CustomStringConvertible {
+    case config(ConfigError)
+    case token(TokenSource.Failure)
+    case tls(TransportError)
+    case system(SystemError)
+
+    public var description: String {
+      switch self {
+      case .config(let e): "\(e)"
+      case .token(let e): "\(e)"
+      case .tls(let e): "\(e)"
+      case .system(let e): "\(e)"
+      }
+    }
+  }
+
+  public let loop: EventLoop
+  public private(set) var configuration: Configuration
+  public let store: MessageStore
+  public let outbox: Outbox
+  public private(set) var session: BackendSession!
+  public private(set) var logger: Logger
+
+  private let options: Options
+  private let notifier = ServiceNotifier()
+  private let resolver: Resolver
+  private let disk: BackgroundWorker
+  private var tlsContext: TLSContext?
+  private var sigterm: SignalWatcher?
+  private var sigint: SignalWatcher?
+  private var sighup: SignalWatcher?
+  private var shutdownTimer: Timer?
+  private var statusTimer: Timer?
+  private var lastStatus = ""
+  private var shuttingDown = false
+  /// Extra status listeners (the control server's Subscribe streams).
+  public var onStatusChange: ((String) -> Void)?
+
+  /// Loads the configuration and opens the store and outbox; nothing connects yet.
+  public init(options: Options, loop: EventLoop? = nil) throws(StartError) {
+    self.options = options
+    do {
+      configuration = try ConfigLoader.load(path: options.configPath)
+    } catch {
+      throw .config(error)
+    }
+    logger = Logger(label: "chatlinkd", level: Logger.Level(name: configuration.logLevel) ?? .info)
+    do throws(SystemError) {
+      if let loop {
+        self.loop = loop
+      } else {
+        self.loop = try EventLoop()
+      }
+      resolver = try Resolver(loop: self.loop)
+      disk = try BackgroundWorker(loop: self.loop, name: "chatlink-disk")
+      store = try MessageStore(loop: self.loop, disk: disk, options: MessageStore.Options(configuration))
+      outbox = try Outbox(
+        loop: self.loop, disk: disk, directory: configuration.storeDirectory,
+        maxMessages: configuration.outboxMaxMessages)
+    } catch {
+      throw .system(error)
+    }
+    let settings = try Self.settings(configuration)
+    tlsContext = try Self.tls(configuration)
+    let adapter: any ChatProtocolAdapter =
+      configuration.chatProtocol == .raw
+      ? RawProtocol() : EnvelopeProtocol(names: configuration.envelope, sender: configuration.sender)
+    do throws(SystemError) {
+      session = try BackendSession(
+        loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
+        rooms: configuration.rooms.compactMap(RoomID.init), adapter: adapter, store: store,
+        outbox: outbox, logger: logger)
+    } catch {
+      throw .system(error)
+    }
+    if store.recovery.tornBytes > 0 {
+      logger.warning(
+        "store recovery cut a torn last line",
+        ["bytes": String(store.recovery.tornBytes), "path": store.path])
+    }
+    if outbox.corruptLines > 0 {
+      logger.warning("outbox recovery skipped corrupt lines", ["lines": String(outbox.corruptLines)])
+    }
+  }
+
+  private static func settings(_ c: Configuration) throws(StartError) -> BackendSession.Settings {
+    guard let url = c.url else {
+      throw .config(ConfigError(file: "", line: 0, key: "[Backend] URL", message: "is required"))
+    }
+    let token: String?
+    do {
+      token = try TokenSource.read(
+        tokenFile: c.tokenFile, credentialsDirectory: FileSystem.environment("CREDENTIALS_DIRECTORY"))
+    } catch {
+      throw .token(error)
+    }
+    return BackendSession.Settings(c, url: url, token: token)
+  }
+
+  private static func tls(_ c: Configuration) throws(StartError) -> TLSContext? {
+    guard c.url?.secure == true else { return nil }
+    do {
+      return try TLSContext.make(TLSConfiguration(caFile: c.caFile))
+    } catch {
+      throw .tls(error)
+    }
+  }
+
+  /// Installs signal handlers, connects, tells systemd READY=1, and runs until SIGTERM.
+  public func run() throws(SystemError) -> Int32 {
+    try start()
+    return try loop.run()
+  }
+
+  /// Everything `run()` does before entering the loop (tests call it, then spin the loop).
+  public func start() throws(SystemError) {
+    signal(SIGPIPE, SIG_IGN)
+    sigterm = try loop.onSignal(SIGTERM) { [unowned self] in self.shutdown(reason: "SIGTERM") }
+    sigint = try loop.onSignal(SIGINT) { [unowned self] in self.shutdown(reason: "SIGINT") }
+    sighup = try loop.onSignal(SIGHUP) { [unowned self] in self.reload() }
+    statusTimer = try loop.makeTimer(accuracy: 100_000) { [unowned self] in
+      self.publishStatus()
+      self.statusTimer?.schedule(after: 1_000_000)
+    }
+    statusTimer?.schedule(after: 1_000_000)
+    shutdownTimer = try loop.makeTimer { [unowned self] in
+      self.logger.warning("shutdown took too long; exiting")
+      self.loop.exit(code: 0)
+    }
+    try loop.enableWatchdog()
+    session.onStateChange = { [unowned self] state, reason in
+      self.logger.info(
+        "connection state changed", ["state": state.name, "reason": reason, "url": self.session.displayURL])
+      self.publishStatus()
+    }
+    store.onHealthChange = { [unowned self] error in
+      if let error {
+        self.logger.error("store writes are failing; messages wait in memory", ["error": error.message])
+      } else {
+        self.logger.notice("store writes recovered")
+      }
+      self.publishStatus()
+    }
+    session.start()
+    logger.info(
+      "started",
+      [
+        "url": session.displayURL, "store": store.path, "last_seq": String(store.recovery.lastSeq),
+        "outbox": String(outbox.pending.count),
+      ])
+    notifier.ready(status: statusLine.text)
+  }
+
+  /// The current status.
+  public var statusLine: StatusLine {
+    StatusLine(
+      state: session.state, url: session.displayURL, rooms: session.rooms.count,
+      received: session.counters.received, confirmed: session.counters.confirmed,
+      outbox: outbox.pending.count, lastError: session.lastError,
+      storeError: store.failure?.message)
+  }
+
+  private func publishStatus() {
+    let text = statusLine.text
+    guard text != lastStatus else { return }
+    lastStatus = text
+    notifier.status(text)
+    onStatusChange?(text)
+  }
+
+  /// SIGHUP: re-read the configuration. Rooms, keepalive and logging apply live; a new URL,
+  /// header or token reconnects. An invalid file keeps the old configuration.
+  public func reload() {
+    notifier.reloading()
+    logger.info("reloading configuration", ["path": options.configPath])
+    defer { notifier.ready(status: statusLine.text) }
+    let new: Configuration
+    let settings: BackendSession.Settings
+    let tls: TLSContext?
+    do {
+      new = try ConfigLoader.load(path: options.configPath)
+      settings = try Self.settings(new)
+      tls = try Self.tls(new)
+    } catch let error as ConfigError {
+      logger.error("reload failed; keeping the running configuration", ["error": "\(error)"])
+      return
+    } catch {
+      logger.error("reload failed; keeping the running configuration", ["error": "\(error)"])
+      return
+    }
+    var unchangeable: [String] = []
+    if new.storeDirectory != configuration.storeDirectory { unchangeable.append("[Store] Directory") }
+    if new.chatProtocol != configuration.chatProtocol { unchangeable.append("[Backend] Protocol") }
+    if new.controlSocket != configuration.controlSocket { unchangeable.append("[Control] Socket") }
+    if !unchangeable.isEmpty {
+      logger.warning(
+        "some settings apply only after a restart", ["keys": unchangeable.joined(separator: ", ")])
+    }
+    logger.logLevel = Logger.Level(name: new.logLevel) ?? .info
+    tlsContext = tls
+    session.apply(settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls)
+    configuration = new
+    logger.info("configuration reloaded", ["rooms": String(session.rooms.count)])
+  }
+
+  /// SIGTERM: STOPPING=1, close 1001, make everything durable, exit 0 within a bound.
+  public func shutdown(reason: String) {
+    guard !shuttingDown else { return }
+    shuttingDown = true
+    logger.info("stopping", ["reason": reason])
+    notifier.stopping(status: "Stopping (\(reason))")
+    shutdownTimer?.schedule(after: 5_000_000)
+    session.stop { [unowned self] in
+      self.store.whenDurable {
+        self.outbox.whenIdle {
+          self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
+          self.loop.exit(code: 0)
+        }
+      }
+    }
+  }
+}

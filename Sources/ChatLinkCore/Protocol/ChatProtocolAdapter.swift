@@ -1,0 +1,145 @@
+import WebSocket
+
+/// What the daemon learned from one inbound frame.
+public struct InboundMessage: Sendable {
+  /// The frame's payload, untouched.
+  public var payload: Message
+  /// For text: the JSON scan (nil inside when the text is not JSON). For binary: `.none`.
+  public var scan: JSONScanner.Result??
+  /// The room as raw JSON, when the protocol names one.
+  public var room: [UInt8]?
+  /// The client id of one of our messages, when this frame echoes it.
+  public var echoedClientID: String?
+  /// The event name, when the protocol has one.
+  public var event: String?
+}
+
+/// Translates between chat operations and WebSocket messages for one backend dialect.
+///
+/// Kept behind a protocol, as Starscream keeps its framer, so the connection logic is the
+/// same for every dialect and each dialect is tested without sockets.
+public protocol ChatProtocolAdapter {
+  /// Whether the dialect has rooms to join.
+  var hasRooms: Bool { get }
+  /// The message that joins a room, if the dialect has one.
+  func join(_ room: RoomID) -> Message?
+  /// The message that leaves a room, if the dialect has one.
+  func leave(_ room: RoomID) -> Message?
+  /// The message that carries an outbox entry.
+  func encode(_ entry: OutboxEntry) -> Message
+  /// Reads an inbound frame; never fails: frames that do not parse are still stored.
+  func decode(_ message: Message) -> InboundMessage
+}
+
+/// The seeds' JSON event envelopes, with configurable field and event names:
+/// `{"event":"send-message","data":{"room_id":7,"message":"hi","sender":"ops-bot","count":1,"client_id":"…"}}`.
+public struct EnvelopeProtocol: ChatProtocolAdapter {
+  private let names: Configuration.Envelope
+  private let sender: String
+  private let topKeys: [[UInt8]]
+  private let nestedKeys: [[UInt8]]
+
+  /// Creates the adapter.
+  public init(names: Configuration.Envelope = Configuration.Envelope(), sender: String) {
+    self.names = names
+    self.sender = sender
+    topKeys = [Array(names.eventField.utf8), Array(names.dataField.utf8)]
+    nestedKeys = [Array(names.roomField.utf8), Array(names.clientIDField.utf8)]
+  }
+
+  public var hasRooms: Bool { true }
+
+  public func join(_ room: RoomID) -> Message? { roomEvent(names.joinEvent, room) }
+
+  public func leave(_ room: RoomID) -> Message? { roomEvent(names.leaveEvent, room) }
+
+  private func roomEvent(_ event: String, _ room: RoomID) -> Message {
+    var out: [UInt8] = []
+    open(event, into: &out)
+    key(names.roomField, into: &out, first: true)
+    out += room.json
+    out += Array("}}".utf8)
+    return .text(out)
+  }
+
+  public func encode(_ entry: OutboxEntry) -> Message {
+    var out: [UInt8] = []
+    open(names.sendEvent, into: &out)
+    key(names.roomField, into: &out, first: true)
+    out += entry.room?.json ?? Array("null".utf8)
+    key(names.messageField, into: &out)
+    JSONString.append(entry.text, to: &out)
+    key(names.senderField, into: &out)
+    JSONString.append(sender, to: &out)
+    key(names.countField, into: &out)
+    out += Array(String(entry.count).utf8)
+    key(names.clientIDField, into: &out)
+    JSONString.append(entry.id, to: &out)
+    out += Array("}}".utf8)
+    return .text(out)
+  }
+
+  private func open(_ event: String, into out: inout [UInt8]) {
+    out.append(UInt8(ascii: "{"))
+    JSONString.append(names.eventField, to: &out)
+    out.append(UInt8(ascii: ":"))
+    JSONString.append(event, to: &out)
+    out.append(UInt8(ascii: ","))
+    JSONString.append(names.dataField, to: &out)
+    out += Array(":{".utf8)
+  }
+
+  private func key(_ name: String, into out: inout [UInt8], first: Bool = false) {
+    if !first { out.append(UInt8(ascii: ",")) }
+    JSONString.append(name, to: &out)
+    out.append(UInt8(ascii: ":"))
+  }
+
+  public func decode(_ message: Message) -> InboundMessage {
+    guard case .text(let bytes) = message else {
+      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+    }
+    return bytes.withUnsafeBytes { raw in
+      let scan = JSONScanner.scan(raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys)
+      var inbound = InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+      guard let scan else { return inbound }
+      if let range = scan.nested[0] {
+        let first = raw[range.lowerBound]
+        // Only numbers and strings name a room; objects, arrays and null do not.
+        if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
+          inbound.room = Array(raw[range])
+        }
+      }
+      inbound.echoedClientID = Self.string(raw, scan.nested[1])
+      inbound.event = Self.string(raw, scan.topLevel[0])
+      return inbound
+    }
+  }
+
+  static func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
+    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else { return nil }
+    let content = UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    return String(decoding: JSONString.unescape(content), as: UTF8.self)
+  }
+}
+
+/// Frames pass through untouched: outgoing text is sent as is, inbound frames are stored as
+/// they arrived. There are no rooms and no client ids in the payload, so delivery is
+/// confirmed by ping/pong only.
+public struct RawProtocol: ChatProtocolAdapter {
+  /// Creates the adapter.
+  public init() {}
+
+  public var hasRooms: Bool { false }
+  public func join(_ room: RoomID) -> Message? { nil }
+  public func leave(_ room: RoomID) -> Message? { nil }
+  public func encode(_ entry: OutboxEntry) -> Message { .text(Array(entry.text.utf8)) }
+
+  public func decode(_ message: Message) -> InboundMessage {
+    guard case .text(let bytes) = message else {
+      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+    }
+    let scan = bytes.withUnsafeBytes { JSONScanner.scan($0) }
+    return InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+  }
+}
