@@ -12,6 +12,7 @@ let package = Package(
     .executable(name: "chatlinkd", targets: ["chatlinkd"]),
     .executable(name: "chatlinkctl", targets: ["chatlinkctl"]),
     .executable(name: "chatlink-autobahn", targets: ["chatlink-autobahn"]),
+    .executable(name: "chatlink-devserver", targets: ["chatlink-devserver"]),
     .library(name: "WebSocket", targets: ["WebSocket"]),
   ],
   targets: [
@@ -42,6 +43,10 @@ let package = Package(
     .executableTarget(name: "chatlinkctl", dependencies: [], swiftSettings: strict),
     .executableTarget(
       name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
+      swiftSettings: strict),
+
+    .executableTarget(
+      name: "chatlink-devserver", dependencies: ["ChatLinkCore", "Transport", "EventLoop", "WebSocket"],
       swiftSettings: strict),
 
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),

@@ -1,48 +1,3 @@
-/// How a connection ended.
-public struct CloseInfo: Sendable, Hashable, CustomStringConvertible {
-  /// Who started the close.
-  public enum Initiator: Sendable, Hashable {
-    /// We called `close`.
-    case local
-    /// The server sent a close frame first.
-    case peer
-    /// We failed the connection because the peer broke the protocol.
-    case failure(ProtocolViolation)
-    /// The transport ended without a close handshake.
-    case transport
-  }
-
-  /// The code that describes the close: the peer's for a peer close, ours otherwise, and
-  /// 1006 when no close frame was exchanged (RFC 6455 §7.1.5).
-  public var code: CloseCode
-  /// The reason text that went with `code`.
-  public var reason: String
-  /// Who started it.
-  public var initiator: Initiator
-  /// Whether both close frames were exchanged (RFC 6455 §7.1.4).
-  public var clean: Bool
-
-  /// Creates close information.
-  public init(code: CloseCode, reason: String, initiator: Initiator, clean: Bool) {
-    self.code = code
-    self.reason = reason
-    self.initiator = initiator
-    self.clean = clean
-  }
-
-  public var description: String {
-    var text = "\(code)"
-    if !reason.isEmpty { text += " \"\(reason)\"" }
-    switch initiator {
-    case .local: text += ", closed by us"
-    case .peer: text += ", closed by the server"
-    case .failure(let violation): text += ", failed: \(violation)"
-    case .transport: text += ", connection lost"
-    }
-    return clean ? text : text + " (unclean)"
-  }
-}
-
 /// A WebSocket client connection as a pure state machine, with no I/O (RFC 6455).
 ///
 /// The owner writes `takeOutbound()` to the socket, passes received bytes to `receive`,
@@ -122,25 +77,27 @@ public final class ClientConnection {
   }
 
   /// The current state.
-  public private(set) var state = State.handshaking
+  public var state: State {
+    if handshakeFailed { return .closed }
+    guard let session else { return .handshaking }
+    switch session.state {
+    case .open: return .open
+    case .closing: return .closing
+    case .closed: return .closed
+    }
+  }
+
   /// What the server agreed to, once open.
   public private(set) var negotiated: ClientHandshake.Result?
 
   private let handshake: ClientHandshake
   private let limits: Limits
   private var responseParser: HTTPResponseParser
-  private var decoder: FrameDecoder
-  private var assembler: MessageAssembler
   private var encoder: FrameEncoder
-  private var deflater: MessageDeflater?
-  private var compressionThreshold = Int.max
-  private var outbound: [UInt8] = []
+  private var session: FrameSession?
+  private var request: [UInt8]
   private var pendingEvents: [Event] = []
-  /// After a framing error the byte stream cannot be parsed any more.
-  private var inputBroken = false
-  /// The close we sent, to report when the handshake completes.
-  private var sentClose: (code: CloseCode, reason: String, initiator: CloseInfo.Initiator)?
-  private var compressScratch: [UInt8] = []
+  private var handshakeFailed = false
 
   /// Creates a connection for `handshake`; `random` supplies the masking keys.
   public init(
@@ -150,42 +107,41 @@ public final class ClientConnection {
     self.handshake = handshake
     self.limits = limits
     responseParser = HTTPResponseParser(limit: limits.maxResponseHeadSize)
-    decoder = FrameDecoder(role: .client, maxFrameSize: limits.maxFrameSize)
-    assembler = MessageAssembler(maxMessageSize: limits.maxMessageSize)
     encoder = FrameEncoder(masking: random)
-    outbound = handshake.requestBytes
+    request = handshake.requestBytes
   }
 
   /// Whether bytes are waiting to be written.
-  public var hasOutbound: Bool { !outbound.isEmpty }
+  public var hasOutbound: Bool { !request.isEmpty || (session?.hasOutbound ?? false) }
 
   /// The number of bytes waiting to be written.
-  public var outboundCount: Int { outbound.count }
+  public var outboundCount: Int { request.count + (session?.outboundCount ?? 0) }
 
   /// Takes the bytes to write, in order.
   public func takeOutbound() -> [UInt8] {
-    defer { outbound = [] }
-    return outbound
+    let bytes = request + (session?.takeOutbound() ?? [])
+    request = []
+    return bytes
   }
 
   /// Passes received bytes in; then call `nextEvent()` until nil.
   public func receive(_ bytes: UnsafeRawBufferPointer) {
-    switch state {
-    case .handshaking:
-      do {
-        guard let (head, remainder) = try responseParser.append(bytes) else { return }
-        let result = try handshake.validate(head)
-        try startSession(result)
-        pendingEvents.append(.opened(result))
-        decoder.append(remainder)
-      } catch {
-        state = .closed
-        pendingEvents.append(.handshakeFailed(error))
-      }
-    case .open, .closing:
-      if !inputBroken { decoder.append(bytes) }
-    case .closed:
-      break
+    if let session {
+      session.receive(bytes)
+      return
+    }
+    guard !handshakeFailed else { return }
+    do {
+      guard let (head, remainder) = try responseParser.append(bytes) else { return }
+      let result = try handshake.validate(head)
+      let session = try startSession(result)
+      self.session = session
+      negotiated = result
+      pendingEvents.append(.opened(result))
+      remainder.withUnsafeBytes { session.receive($0) }
+    } catch {
+      handshakeFailed = true
+      pendingEvents.append(.handshakeFailed(error))
     }
   }
 
@@ -194,230 +150,86 @@ public final class ClientConnection {
     bytes.withUnsafeBytes { receive($0) }
   }
 
-  private func startSession(_ result: ClientHandshake.Result) throws(HandshakeError) {
+  private func startSession(_ result: ClientHandshake.Result) throws(HandshakeError) -> FrameSession
+  {
+    var compression: FrameSession.Compression?
     if let deflate = result.deflate, let options = handshake.deflate {
-      do {
-        assembler = MessageAssembler(
-          maxMessageSize: limits.maxMessageSize,
-          inflater: try MessageInflater.make(noContextTakeover: deflate.serverNoContextTakeover))
-        if deflate.canCompress {
-          deflater = try MessageDeflater.make(
-            windowBits: deflate.clientMaxWindowBits,
-            noContextTakeover: deflate.clientNoContextTakeover, level: options.compressionLevel)
-          compressionThreshold = options.compressionThreshold
-        }
-      } catch {
-        throw .invalidExtension("permessage-deflate: \(error)")
-      }
-      decoder.allowsCompressedBit = true
+      compression = FrameSession.Compression(
+        outgoingWindowBits: deflate.clientMaxWindowBits,
+        outgoingNoContextTakeover: deflate.clientNoContextTakeover,
+        incomingNoContextTakeover: deflate.serverNoContextTakeover,
+        threshold: options.compressionThreshold, level: options.compressionLevel)
     }
-    negotiated = result
-    state = .open
+    do {
+      return try FrameSession(
+        role: .client, limits: limits, encoder: encoder, compression: compression)
+    } catch {
+      throw .invalidExtension("permessage-deflate: \(error)")
+    }
   }
 
   /// The next event, or nil when more input is needed.
   public func nextEvent() -> Event? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
-    while (state == .open || state == .closing) && !inputBroken {
-      let step: FrameDecoder.Step
-      do {
-        step = try decoder.next()
-      } catch {
-        // A framing error leaves the byte stream unparseable: read nothing more.
-        inputBroken = true
-        fail(error)
-        continue
-      }
-      do {
-        switch step {
-        case .needMoreData:
-          if let partial = decoder.partialFrame, !partial.header.opcode.isControl,
-            state == .open
-          {
-            try assembler.inspect(partial: partial.header, prefix: partial.payloadPrefix)
-          }
-          return nil
-        case .frame(let frame):
-          if let event = try handle(frame) { return event }
-        }
-      } catch {
-        // A message-level error leaves framing intact, so the peer's close reply can still
-        // be read and the closing handshake completed.
-        fail(error)
-      }
-    }
-    return nil
+    return session?.nextEvent().map(Self.event)
   }
 
-  private func handle(_ frame: Frame) throws(ProtocolViolation) -> Event? {
-    switch frame.opcode {
-    case .ping:
-      // After sending close we may send nothing else (RFC 6455 §5.5.1).
-      if state == .open { encode(.pong, frame.payload) }
-      return .ping(frame.payload)
-    case .pong:
-      return .pong(frame.payload)
-    case .close:
-      return try handleClose(frame.payload)
-    case .text, .binary, .continuation:
-      // Data after our close frame is discarded: the application has said goodbye.
-      guard state == .open else { return nil }
-      return try assembler.consume(frame).map { .message($0) }
+  private static func event(_ event: FrameSession.Event) -> Event {
+    switch event {
+    case .message(let m): .message(m)
+    case .ping(let p): .ping(p)
+    case .pong(let p): .pong(p)
+    case .closed(let info): .closed(info)
     }
-  }
-
-  private func handleClose(_ payload: [UInt8]) throws(ProtocolViolation) -> Event? {
-    var code = CloseCode.noStatusReceived
-    var reason = ""
-    if payload.count == 1 { throw .closePayloadTooShort }
-    if payload.count >= 2 {
-      let raw = UInt16(payload[0]) << 8 | UInt16(payload[1])
-      code = CloseCode(rawValue: raw)
-      guard code.isSendable else { throw .invalidCloseCode(raw) }
-      let reasonBytes = payload[2...]
-      guard UTF8Validator.isValid(reasonBytes) else { throw .invalidUTF8 }
-      reason = String(decoding: reasonBytes, as: UTF8.self)
-    }
-    if let sent = sentClose {
-      // The reply to our close: the closing handshake is complete.
-      state = .closed
-      return .closed(
-        CloseInfo(code: sent.code, reason: sent.reason, initiator: sent.initiator, clean: true))
-    }
-    // The peer closes: echo its code (RFC 6455 §5.5.1), or an empty close if it sent none.
-    if code == .noStatusReceived {
-      encode(.close, [])
-    } else {
-      encode(.close, [UInt8(code.rawValue >> 8), UInt8(code.rawValue & 0xFF)])
-    }
-    state = .closed
-    return .closed(CloseInfo(code: code, reason: reason, initiator: .peer, clean: true))
-  }
-
-  /// Fails the connection (RFC 6455 §7.1.7): send a close with the violation's code.
-  private func fail(_ violation: ProtocolViolation) {
-    assembler.reset()
-    guard sentClose == nil, state == .open else {
-      // Our close is already out (or the peer's close was malformed while we were closing):
-      // stop parsing and let the transport end the connection.
-      inputBroken = true
-      return
-    }
-    let reason = Self.truncate(violation.description, to: 123)
-    sendClose(code: violation.closeCode, reason: reason, initiator: .failure(violation))
   }
 
   /// The transport closed (EOF, error or the owner's close timeout). Returns the final
   /// event if the connection had not already reported one.
   public func transportClosed() -> Event? {
-    switch state {
-    case .closed:
-      return nil
-    case .handshaking:
-      state = .closed
-      return .handshakeFailed(.malformedResponse("connection closed before the handshake response"))
-    case .open, .closing:
-      state = .closed
-      if let sent = sentClose, case .failure = sent.initiator {
-        // We failed the connection; report why, even though the handshake did not finish.
-        return .closed(
-          CloseInfo(code: sent.code, reason: sent.reason, initiator: sent.initiator, clean: false))
-      }
-      return .closed(
-        CloseInfo(code: .abnormalClosure, reason: "", initiator: .transport, clean: false))
-    }
+    if let session { return session.transportClosed().map(Self.event) }
+    guard !handshakeFailed else { return nil }
+    handshakeFailed = true
+    return .handshakeFailed(.malformedResponse("connection closed before the handshake response"))
   }
 
   // MARK: Sending
 
   /// Queues a text message; `text` must be UTF-8.
   public func send(text: UnsafeRawBufferPointer) throws(SendError) {
-    var validator = UTF8Validator()
-    guard validator.validate(text), validator.isComplete else { throw .invalidUTF8 }
-    try sendData(.text, text)
+    try openSession().send(text: text)
   }
 
-  /// Queues a text message.
+  /// Queues a text message (a Swift string is always valid UTF-8).
   public func send(text: String) throws(SendError) {
     var copy = text
+    let session = try openSession()
     try copy.withUTF8 { buffer in
-      Result { () throws(SendError) in try sendData(.text, UnsafeRawBufferPointer(buffer)) }
+      Result { () throws(SendError) in try session.sendData(.text, UnsafeRawBufferPointer(buffer)) }
     }.get()
   }
 
   /// Queues a binary message.
   public func send(binary: UnsafeRawBufferPointer) throws(SendError) {
-    try sendData(.binary, binary)
+    try openSession().send(binary: binary)
   }
 
   /// Queues a message.
   public func send(_ message: Message) throws(SendError) {
-    switch message {
-    case .text(let bytes):
-      try bytes.withUnsafeBytes { raw in
-        Result { () throws(SendError) in try send(text: raw) }
-      }.get()
-    case .binary(let bytes):
-      try bytes.withUnsafeBytes { raw in
-        Result { () throws(SendError) in try sendData(.binary, raw) }
-      }.get()
-    }
-  }
-
-  private func sendData(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer) throws(SendError) {
-    guard state == .open else { throw .notOpen(state) }
-    if let deflater, payload.count >= compressionThreshold {
-      compressScratch.removeAll(keepingCapacity: true)
-      do {
-        try deflater.compress(payload, into: &compressScratch)
-      } catch {
-        throw .compression(error)
-      }
-      compressScratch.withUnsafeBytes {
-        encoder.encode(opcode: opcode, rsv1: true, payload: $0, into: &outbound)
-      }
-    } else {
-      encoder.encode(opcode: opcode, payload: payload, into: &outbound)
-    }
+    try openSession().send(message)
   }
 
   /// Queues a ping.
   public func ping(_ payload: [UInt8] = []) throws(SendError) {
-    guard state == .open else { throw .notOpen(state) }
-    guard payload.count <= 125 else { throw .controlPayloadTooLong(payload.count) }
-    encode(.ping, payload)
+    try openSession().ping(payload)
   }
 
   /// Starts the closing handshake (RFC 6455 §7.1.2); the reason is cut to fit 123 bytes.
   public func close(code: CloseCode = .normalClosure, reason: String = "") throws(SendError) {
-    guard state == .open else { throw .notOpen(state) }
-    guard code.isSendable else { throw .invalidCloseCode(code.rawValue) }
-    sendClose(code: code, reason: Self.truncate(reason, to: 123), initiator: .local)
+    try openSession().close(code: code, reason: reason)
   }
 
-  private func sendClose(code: CloseCode, reason: String, initiator: CloseInfo.Initiator) {
-    var payload = [UInt8(code.rawValue >> 8), UInt8(code.rawValue & 0xFF)]
-    payload.append(contentsOf: reason.utf8)
-    encode(.close, payload)
-    sentClose = (code, reason, initiator)
-    state = .closing
-  }
-
-  private func encode(_ opcode: Opcode, _ payload: [UInt8]) {
-    encoder.encode(opcode: opcode, payload: payload, into: &outbound)
-  }
-
-  /// Cuts `text` to at most `limit` UTF-8 bytes without splitting a character.
-  static func truncate(_ text: String, to limit: Int) -> String {
-    guard text.utf8.count > limit else { return text }
-    var result = ""
-    var size = 0
-    for character in text {
-      let length = character.utf8.count
-      if size + length > limit { break }
-      result.append(character)
-      size += length
-    }
-    return result
+  private func openSession() throws(SendError) -> FrameSession {
+    guard let session, session.state == .open else { throw .notOpen(state) }
+    return session
   }
 }

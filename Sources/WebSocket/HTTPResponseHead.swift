@@ -40,22 +40,21 @@ public struct HTTPResponseHead: Sendable, Hashable {
   public var isRedirect: Bool { (300...399).contains(status) }
 }
 
-/// Finds and parses the response head of the opening handshake as bytes arrive.
-public struct HTTPResponseParser: Sendable {
-  /// The largest head accepted, blank line included.
-  public let limit: Int
+/// Collects bytes until the blank line that ends an HTTP/1.1 head (RFC 9112 §2.1) and splits
+/// the head into its start line and header fields. Shared by the request and response parsers.
+struct HTTPHeadBuffer: Sendable {
+  let limit: Int
   private var buffer: [UInt8] = []
   private var scanned = 0
 
-  /// Creates a parser.
-  public init(limit: Int = 64 * 1024) {
+  init(limit: Int) {
     self.limit = limit
   }
 
-  /// Adds bytes; returns the head and whatever bytes followed it (already frames) once the
-  /// blank line has arrived, nil before.
-  public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(HandshakeError) -> (
-    head: HTTPResponseHead, remainder: [UInt8]
+  /// Adds bytes; once the head is complete returns its start line, fields and the bytes
+  /// that followed it.
+  mutating func append(_ bytes: UnsafeRawBufferPointer) throws(HandshakeError) -> (
+    startLine: String, headers: HTTPHeaders, remainder: [UInt8]
   )? {
     buffer.append(contentsOf: bytes)
     // Rescan a few bytes back so a CRLFCRLF split across reads is still found.
@@ -66,8 +65,8 @@ public struct HTTPResponseParser: Sendable {
       {
         let headEnd = index + 4
         guard headEnd <= limit else { throw .responseTooLarge(limit: limit) }
-        let head = try Self.parse(buffer[..<index])
-        return (head, Array(buffer[headEnd...]))
+        let (startLine, headers) = try Self.split(buffer[..<index])
+        return (startLine, headers, Array(buffer[headEnd...]))
       }
       index += 1
     }
@@ -76,9 +75,9 @@ public struct HTTPResponseParser: Sendable {
     return nil
   }
 
-  static func parse(_ bytes: ArraySlice<UInt8>) throws(HandshakeError) -> HTTPResponseHead {
+  static func split(_ bytes: ArraySlice<UInt8>) throws(HandshakeError) -> (String, HTTPHeaders) {
     // Header fields are ASCII in practice; obs-text bytes are kept as Latin-1 would map them
-    // so a stray byte never fails a response that is otherwise fine.
+    // so a stray byte never fails a head that is otherwise fine.
     var lines: [String] = []
     var start = bytes.startIndex
     var i = bytes.startIndex
@@ -88,24 +87,13 @@ public struct HTTPResponseParser: Sendable {
         i += 2
         start = i
       } else if bytes[i] == 13 || bytes[i] == 10 || bytes[i] == 0 {
-        throw .malformedResponse("bare CR, LF or NUL in the response head")
+        throw .malformedResponse("bare CR, LF or NUL in the head")
       } else {
         i += 1
       }
     }
     lines.append(latin1(bytes[start..<bytes.endIndex]))
-
-    let statusLine = lines.removeFirst()
-    let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-    guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0" else {
-      throw .malformedResponse("status line '\(statusLine.prefix(80))'")
-    }
-    guard parts[1].count == 3, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }),
-      let status = Int(parts[1])
-    else {
-      throw .malformedResponse("status code '\(parts[1].prefix(20))'")
-    }
-    let reason = parts.count > 2 ? String(parts[2]) : ""
+    let startLine = lines.removeFirst()
     var headers = HTTPHeaders()
     for line in lines {
       if line.first == " " || line.first == "\t" {
@@ -120,10 +108,42 @@ public struct HTTPResponseParser: Sendable {
       }
       headers.add(name: name, value: HeaderSyntax.trim(String(line[line.index(after: colon)...])))
     }
-    return HTTPResponseHead(status: status, reason: reason, headers: headers)
+    return (startLine, headers)
   }
 
   private static func latin1(_ bytes: ArraySlice<UInt8>) -> String {
     String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+  }
+}
+
+/// Finds and parses the response head of the opening handshake as bytes arrive.
+public struct HTTPResponseParser: Sendable {
+  private var head: HTTPHeadBuffer
+
+  /// The largest head accepted, blank line included.
+  public var limit: Int { head.limit }
+
+  /// Creates a parser.
+  public init(limit: Int = 64 * 1024) {
+    head = HTTPHeadBuffer(limit: limit)
+  }
+
+  /// Adds bytes; returns the head and whatever bytes followed it (already frames) once the
+  /// blank line has arrived, nil before.
+  public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(HandshakeError) -> (
+    head: HTTPResponseHead, remainder: [UInt8]
+  )? {
+    guard let (statusLine, headers, remainder) = try head.append(bytes) else { return nil }
+    let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+    guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0" else {
+      throw .malformedResponse("status line '\(statusLine.prefix(80))'")
+    }
+    guard parts[1].count == 3, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }),
+      let status = Int(parts[1])
+    else {
+      throw .malformedResponse("status code '\(parts[1].prefix(20))'")
+    }
+    let reason = parts.count > 2 ? String(parts[2]) : ""
+    return (HTTPResponseHead(status: status, reason: reason, headers: headers), remainder)
   }
 }

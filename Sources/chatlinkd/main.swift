@@ -1,7 +1,6 @@
 // chatlinkd: parse the command line, set up, notify READY, run the loop.
 import ChatLinkCore
 import EventLoop
-
 @preconcurrency import Glibc
 
 let usage = """

@@ -190,10 +190,14 @@ public final class BackendSession: WebSocketClientDelegate {
     }
     let counter = pingCounter
     let sentAt = loop.now
-    pingWaiters.append((counter, { [weak self] result in
-      guard let self else { return }
-      completion(result.map { _ in Double(self.loop.now - sentAt) / 1_000_000 })
-    }))
+    pingWaiters.append(
+      (
+        counter,
+        { [weak self] result in
+          guard let self else { return }
+          completion(result.map { _ in Double(self.loop.now - sentAt) / 1_000_000 })
+        }
+      ))
     if outstandingPing == nil {
       outstandingPing = (counter, sentAt, lastSentCount)
       pongDeadline?.schedule(after: Self.micros(settings.pongTimeout))
@@ -312,7 +316,8 @@ public final class BackendSession: WebSocketClientDelegate {
     guard client === self.client else { return }
     livenessProven()
     let inbound = adapter.decode(message)
-    let seq = store.append(direction: .inbound, room: inbound.room, payload: message, scan: inbound.scan)
+    let seq = store.append(
+      direction: .inbound, room: inbound.room, payload: message, scan: inbound.scan)
     counters.received += 1
     if inbound.scan == .some(nil) {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
@@ -345,7 +350,8 @@ public final class BackendSession: WebSocketClientDelegate {
     }
   }
 
-  public func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect) {
+  public func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect)
+  {
     guard client === self.client else { return }
     self.client = nil
     connectionEnded()
@@ -396,7 +402,8 @@ public final class BackendSession: WebSocketClientDelegate {
         }
         problem = "the backend is unavailable (HTTP \(head.status))"
       case 300...399:
-        problem = "the backend redirects to \(head.location ?? "?"); redirects are not followed, update URL="
+        problem =
+          "the backend redirects to \(head.location ?? "?"); redirects are not followed, update URL="
         delay = backoff.maximum
       default:
         problem = "the backend refused the upgrade (HTTP \(head.status))"
@@ -435,7 +442,10 @@ public final class BackendSession: WebSocketClientDelegate {
     }
     logger.info(
       "disconnected",
-      ["reason": text, "retry_in": ConnectionState.format(delay), "failures": String(backoff.failures)])
+      [
+        "reason": text, "retry_in": ConnectionState.format(delay),
+        "failures": String(backoff.failures),
+      ])
     setState(.waiting(seconds: delay), text)
     retryTimer?.schedule(after: Self.micros(delay))
   }

@@ -1,8 +1,7 @@
 import EventLoop
+@preconcurrency import Glibc
 import Transport
 import WebSocket
-
-@preconcurrency import Glibc
 
 /// chatlinkd's manager: owns the loop and one named field per event source, in the manner of
 /// systemd-timesyncd's Manager. `main` only parses argv, builds this, and calls `run()`.
@@ -71,7 +70,8 @@ public final class Daemon {
       }
       resolver = try Resolver(loop: self.loop)
       disk = try BackgroundWorker(loop: self.loop, name: "chatlink-disk")
-      store = try MessageStore(loop: self.loop, disk: disk, options: MessageStore.Options(configuration))
+      store = try MessageStore(
+        loop: self.loop, disk: disk, options: MessageStore.Options(configuration))
       outbox = try Outbox(
         loop: self.loop, disk: disk, directory: configuration.storeDirectory,
         maxMessages: configuration.outboxMaxMessages)
@@ -82,7 +82,8 @@ public final class Daemon {
     tlsContext = try Self.tls(configuration)
     let adapter: any ChatProtocolAdapter =
       configuration.chatProtocol == .raw
-      ? RawProtocol() : EnvelopeProtocol(names: configuration.envelope, sender: configuration.sender)
+      ? RawProtocol()
+      : EnvelopeProtocol(names: configuration.envelope, sender: configuration.sender)
     do throws(SystemError) {
       session = try BackendSession(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
@@ -97,7 +98,8 @@ public final class Daemon {
         ["bytes": String(store.recovery.tornBytes), "path": store.path])
     }
     if outbox.corruptLines > 0 {
-      logger.warning("outbox recovery skipped corrupt lines", ["lines": String(outbox.corruptLines)])
+      logger.warning(
+        "outbox recovery skipped corrupt lines", ["lines": String(outbox.corruptLines)])
     }
   }
 
@@ -108,7 +110,8 @@ public final class Daemon {
     let token: String?
     do {
       token = try TokenSource.read(
-        tokenFile: c.tokenFile, credentialsDirectory: FileSystem.environment("CREDENTIALS_DIRECTORY"))
+        tokenFile: c.tokenFile,
+        credentialsDirectory: FileSystem.environment("CREDENTIALS_DIRECTORY"))
     } catch {
       throw .token(error)
     }
@@ -148,12 +151,14 @@ public final class Daemon {
     try loop.enableWatchdog()
     session.onStateChange = { [unowned self] state, reason in
       self.logger.info(
-        "connection state changed", ["state": state.name, "reason": reason, "url": self.session.displayURL])
+        "connection state changed",
+        ["state": state.name, "reason": reason, "url": self.session.displayURL])
       self.publishStatus()
     }
     store.onHealthChange = { [unowned self] error in
       if let error {
-        self.logger.error("store writes are failing; messages wait in memory", ["error": error.message])
+        self.logger.error(
+          "store writes are failing; messages wait in memory", ["error": error.message])
       } else {
         self.logger.notice("store writes recovered")
       }
@@ -207,7 +212,9 @@ public final class Daemon {
       return
     }
     var unchangeable: [String] = []
-    if new.storeDirectory != configuration.storeDirectory { unchangeable.append("[Store] Directory") }
+    if new.storeDirectory != configuration.storeDirectory {
+      unchangeable.append("[Store] Directory")
+    }
     if new.chatProtocol != configuration.chatProtocol { unchangeable.append("[Backend] Protocol") }
     if new.controlSocket != configuration.controlSocket { unchangeable.append("[Control] Socket") }
     if !unchangeable.isEmpty {

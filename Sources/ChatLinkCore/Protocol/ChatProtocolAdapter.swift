@@ -97,11 +97,13 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
 
   public func decode(_ message: Message) -> InboundMessage {
     guard case .text(let bytes) = message else {
-      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+      return InboundMessage(
+        payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
     }
     return bytes.withUnsafeBytes { raw in
       let scan = JSONScanner.scan(raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys)
-      var inbound = InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+      var inbound = InboundMessage(
+        payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
       guard let scan else { return inbound }
       if let range = scan.nested[0] {
         let first = raw[range.lowerBound]
@@ -117,8 +119,11 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   }
 
   static func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
-    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else { return nil }
-    let content = UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else {
+      return nil
+    }
+    let content = UnsafeRawBufferPointer(
+      rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
     return String(decoding: JSONString.unescape(content), as: UTF8.self)
   }
 }
@@ -137,9 +142,11 @@ public struct RawProtocol: ChatProtocolAdapter {
 
   public func decode(_ message: Message) -> InboundMessage {
     guard case .text(let bytes) = message else {
-      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+      return InboundMessage(
+        payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
     }
     let scan = bytes.withUnsafeBytes { JSONScanner.scan($0) }
-    return InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+    return InboundMessage(
+      payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
   }
 }
