@@ -46,7 +46,8 @@ let package = Package(
       swiftSettings: strict),
 
     .executableTarget(
-      name: "chatlink-devserver", dependencies: ["ChatLinkCore", "Transport", "EventLoop", "WebSocket"],
+      name: "chatlink-devserver",
+      dependencies: ["ChatLinkCore", "Transport", "EventLoop", "WebSocket"],
       swiftSettings: strict),
 
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),

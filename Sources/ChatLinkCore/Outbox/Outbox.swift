@@ -173,9 +173,9 @@ public final class Outbox {
     inFlightCount = entries.count
     let compact: [UInt8]? = compactionImage()
     let file = self.file
-    disk.submit({ file.write(chunk, sync: sync, replaceWith: compact) }) { [weak self] result in
-      self?.finished(result, entries: entries)
-    }
+    disk.submit(
+      { file.write(chunk, sync: sync, replaceWith: compact) },
+      completion: { [weak self] result in self?.finished(result, entries: entries) })
   }
 
   /// When the log has grown past 1 MiB, the pending entries (plus what this job adds) are

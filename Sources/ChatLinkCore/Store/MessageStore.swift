@@ -190,9 +190,11 @@ public final class MessageStore {
     inFlightBytes = chunk.count
     let log = self.log
     let shouldSync = sync
-    disk.submit({ log.write(chunk, sync: shouldSync) }) { [weak self] outcome in
-      self?.finished(outcome, chunk: chunk, target: target, synced: shouldSync)
-    }
+    disk.submit(
+      { log.write(chunk, sync: shouldSync) },
+      completion: { [weak self] outcome in
+        self?.finished(outcome, chunk: chunk, target: target, synced: shouldSync)
+      })
   }
 
   private func finished(
