@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `make run`: the bundled demo backend (chatlink-devserver) and chatlinkd against it, with a
+# local configuration and local paths: no root, nothing installed. Ctrl-C stops both.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=$(cd "$repo" && swift build -c release --show-bin-path)
+demo="$repo/.cache/demo"
+port=${DEMO_PORT:-8765}
+mkdir -p "$demo/state"
+
+cat >"$demo/chatlinkd.conf" <<CONF
+# Written by scripts/run-demo.sh: chatlinkd against the local demo backend.
+[Backend]
+URL=ws://127.0.0.1:$port/
+Rooms=7 ops
+Sender=demo-user
+[Store]
+Directory=$demo/state
+[Control]
+Socket=$demo/control.sock
+CONF
+
+"$bin/chatlink-devserver" --port "$port" --chatter 3 >"$demo/devserver.log" 2>&1 &
+devserver=$!
+trap 'kill $devserver 2>/dev/null || true' EXIT
+sleep 0.3
+if ! kill -0 $devserver 2>/dev/null; then
+  echo "run-demo: the demo backend did not start (port $port busy? set DEMO_PORT):" >&2
+  cat "$demo/devserver.log" >&2
+  exit 1
+fi
+
+cat <<TEXT
+ChatLink demo
+  backend   chatlink-devserver on ws://127.0.0.1:$port/ (a bot posts to rooms 7 and ops every 3 s)
+  daemon    chatlinkd --config $demo/chatlinkd.conf
+  store     $demo/state/messages.jsonl
+
+In another terminal:
+  tail -F $demo/state/messages.jsonl
+  $bin/chatlinkctl --socket $demo/control.sock send --room 7 "hello from the demo"
+  $bin/chatlinkctl --socket $demo/control.sock status
+
+Ctrl-C stops the daemon and the backend.
+
+TEXT
+"$bin/chatlinkd" --config "$demo/chatlinkd.conf"
