@@ -32,15 +32,25 @@ let package = Package(
       name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
       swiftSettings: strict),
 
+    // JSON: a validating scanner for hot paths, escaping, and a small value tree.
+    .target(
+      name: "JSON", dependencies: ["WebSocket"], swiftSettings: strict,
+      linkerSettings: [.linkedLibrary("m")]),
+    // The Varlink wire format and ChatLink's interface description, shared by daemon and ctl.
+    .target(name: "Varlink", dependencies: ["JSON"], swiftSettings: strict),
+    // A typed client of io.chatlink.Daemon, for chatlinkctl and any other Swift tool.
+    .target(name: "ChatLinkClient", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
+
     // The daemon's logic: config, connection manager, chat protocol, store, outbox, status.
     .target(
       name: "ChatLinkCore",
-      dependencies: ["WebSocket", "WebSocketClient", "Transport", "EventLoop"],
+      dependencies: ["WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink"],
       swiftSettings: strict),
 
     .executableTarget(
       name: "chatlinkd", dependencies: ["ChatLinkCore", "EventLoop"], swiftSettings: strict),
-    .executableTarget(name: "chatlinkctl", dependencies: [], swiftSettings: strict),
+    .executableTarget(
+      name: "chatlinkctl", dependencies: ["ChatLinkClient"], swiftSettings: strict),
     .executableTarget(
       name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
       swiftSettings: strict),

@@ -273,8 +273,10 @@ public struct JSONScanner {
 }
 
 extension UInt8 {
-  var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
-  var isHexDigit: Bool {
+  /// Whether the byte is an ASCII digit.
+  public var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+  /// Whether the byte is an ASCII hex digit.
+  public var isHexDigit: Bool {
     isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f"))
       || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
   }

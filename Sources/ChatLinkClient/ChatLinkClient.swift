@@ -1,0 +1,190 @@
+import JSON
+import Varlink
+
+/// The daemon's status, as GetStatus returns it.
+public struct DaemonStatus: Sendable, Hashable {
+  public var state: String
+  public var text: String
+  public var url: String
+  public var rooms: [String]
+  public var subprotocol: String?
+  public var extensions: String?
+  public var retryIn: Double?
+  public var lastError: String?
+  public var storeError: String?
+  public var received: Int
+  public var sent: Int
+  public var confirmed: Int
+  public var connects: Int
+  public var outbox: Int
+  public var lastSeq: Int
+  public var durableSeq: Int
+  public var storePath: String
+  public var version: String
+  /// The reply as sent, for --json output with stable field names.
+  public var json: JSONValue
+
+  init(_ v: JSONValue) {
+    json = v
+    state = v["state"]?.stringValue ?? ""
+    text = v["text"]?.stringValue ?? ""
+    url = v["url"]?.stringValue ?? ""
+    rooms = v["rooms"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    subprotocol = v["subprotocol"]?.stringValue
+    extensions = v["extensions"]?.stringValue
+    retryIn = v["retry_in"]?.doubleValue
+    lastError = v["last_error"]?.stringValue
+    storeError = v["store_error"]?.stringValue
+    received = Int(v["received"]?.intValue ?? 0)
+    sent = Int(v["sent"]?.intValue ?? 0)
+    confirmed = Int(v["confirmed"]?.intValue ?? 0)
+    connects = Int(v["connects"]?.intValue ?? 0)
+    outbox = Int(v["outbox"]?.intValue ?? 0)
+    lastSeq = Int(v["last_seq"]?.intValue ?? 0)
+    durableSeq = Int(v["durable_seq"]?.intValue ?? 0)
+    storePath = v["store_path"]?.stringValue ?? ""
+    version = v["version"]?.stringValue ?? ""
+  }
+}
+
+/// One answer to Send.
+public struct SendReceipt: Sendable, Hashable {
+  /// The client message id.
+  public var id: String
+  /// queued (durable in the outbox), sent (written to the backend) or confirmed.
+  public var state: String
+  /// The outbox counter.
+  public var count: Int
+  public var json: JSONValue
+
+  init(_ v: JSONValue) {
+    json = v
+    id = v["id"]?.stringValue ?? ""
+    state = v["state"]?.stringValue ?? ""
+    count = Int(v["count"]?.intValue ?? 0)
+  }
+}
+
+/// One event of Subscribe.
+public struct DaemonEvent: Sendable, Hashable {
+  /// connected, disconnected, message, sent, confirmed, error or status.
+  public var event: String
+  /// The whole event object, stable field names.
+  public var json: JSONValue
+
+  init(_ v: JSONValue) {
+    json = v
+    event = v["event"]?.stringValue ?? ""
+  }
+}
+
+/// A typed client of io.chatlink.Daemon. Every call opens no new connection: one client,
+/// one socket.
+public final class ChatLinkClient {
+  /// Where packages put the socket.
+  public static let defaultSocket = "/run/chatlink/control.sock"
+
+  private let connection: VarlinkConnection
+  private let method = ChatLinkInterface.name + "."
+
+  /// Connects to the daemon.
+  public init(socketPath: String = ChatLinkClient.defaultSocket) throws(ClientError) {
+    connection = try VarlinkConnection(path: socketPath)
+  }
+
+  /// org.varlink.service.GetInfo.
+  public func info() throws(ClientError) -> JSONValue {
+    try connection.call("org.varlink.service.GetInfo")
+  }
+
+  public func status() throws(ClientError) -> DaemonStatus {
+    DaemonStatus(try connection.call(method + "GetStatus")["status"] ?? .object([]))
+  }
+
+  /// Sends a message; returns once it is durable in the outbox, or with `wait` once the
+  /// backend confirmed it.
+  public func send(room: String?, text: String, id: String? = nil, wait: Bool = false)
+    throws(ClientError) -> SendReceipt
+  {
+    let parameters = JSONValue.object([
+      "room": room.map(JSONValue.string), "text": .string(text), "id": id.map(JSONValue.string),
+    ])
+    guard wait else { return SendReceipt(try connection.call(method + "Send", parameters)) }
+    try connection.send(VarlinkCall(method: method + "Send", parameters: parameters, more: true))
+    while true {
+      let reply = try connection.receive()
+      let receipt = SendReceipt(reply.parameters)
+      if receipt.state == "confirmed" || !reply.continues { return receipt }
+    }
+  }
+
+  /// Sends many messages over this one connection, pipelined: every request is written
+  /// before the replies are read, in chunks so neither side's buffers fill up.
+  public func sendMany(
+    _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
+  ) throws(ClientError) {
+    var inFlight = 0
+    let window = 256
+    for text in texts {
+      let parameters = JSONValue.object(["room": room.map(JSONValue.string), "text": .string(text)])
+      try connection.send(VarlinkCall(method: method + "Send", parameters: parameters))
+      inFlight += 1
+      if inFlight >= window {
+        onReceipt(SendReceipt(try connection.receive().parameters))
+        inFlight -= 1
+      }
+    }
+    while inFlight > 0 {
+      onReceipt(SendReceipt(try connection.receive().parameters))
+      inFlight -= 1
+    }
+  }
+
+  public func join(_ room: String) throws(ClientError) {
+    _ = try connection.call(method + "Join", .object(["room": .string(room)]))
+  }
+
+  public func leave(_ room: String) throws(ClientError) {
+    _ = try connection.call(method + "Leave", .object(["room": .string(room)]))
+  }
+
+  public func rooms() throws(ClientError) -> [String] {
+    try connection.call(method + "ListRooms")["rooms"]?.arrayValue?.compactMap(\.stringValue) ?? []
+  }
+
+  /// Stored records, newest last, each the JSON object of its line in messages.jsonl.
+  public func history(
+    room: String? = nil, sinceSeq: Int? = nil, sinceTime: String? = nil, limit: Int? = nil
+  )
+    throws(ClientError) -> [JSONValue]
+  {
+    let parameters = JSONValue.object([
+      "room": room.map(JSONValue.string), "since_seq": sinceSeq.map { .int(Int64($0)) },
+      "since_time": sinceTime.map(JSONValue.string), "limit": limit.map { .int(Int64($0)) },
+    ])
+    return try connection.call(method + "History", parameters)["records"]?.arrayValue ?? []
+  }
+
+  /// Streams events until `handler` returns false or the connection ends.
+  public func subscribe(room: String? = nil, handler: (DaemonEvent) -> Bool) throws(ClientError) {
+    try connection.send(
+      VarlinkCall(
+        method: method + "Subscribe", parameters: .object(["room": room.map(JSONValue.string)]),
+        more: true))
+    while true {
+      let reply = try connection.receive()
+      if !handler(DaemonEvent(reply.parameters["event"] ?? .object([]))) || !reply.continues {
+        return
+      }
+    }
+  }
+
+  public func reconnect() throws(ClientError) {
+    _ = try connection.call(method + "Reconnect")
+  }
+
+  /// The round trip to the backend in milliseconds.
+  public func ping() throws(ClientError) -> Double {
+    try connection.call(method + "Ping")["rtt_ms"]?.doubleValue ?? 0
+  }
+}

@@ -1,0 +1,136 @@
+@preconcurrency import Glibc
+import JSON
+import Varlink
+
+/// A blocking Varlink connection over a Unix socket, for command-line tools.
+///
+/// The CLI has nothing else to do while it waits, so plain blocking reads are the simple,
+/// right choice here; the daemon side is fully non-blocking.
+public final class VarlinkConnection {
+  private let fd: Int32
+  private var framer = VarlinkFramer(limit: 16 << 20)
+  private var pending: [[UInt8]] = []
+
+  /// Connects to the socket at `path`.
+  public init(path: String) throws(ClientError) {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw .unreachable(path: path, errno: errno) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+      close(fd)
+      throw .unreachable(path: path, errno: ENAMETOOLONG)
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, b) in bytes.enumerated() { raw[i] = b }
+      raw[bytes.count] = 0
+    }
+    let rc = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard rc == 0 else {
+      let error = errno
+      close(fd)
+      throw .unreachable(path: path, errno: error)
+    }
+    self.fd = fd
+  }
+
+  deinit {
+    close(fd)
+  }
+
+  /// Sends a call without waiting.
+  public func send(_ call: VarlinkCall) throws(ClientError) {
+    try write(call.encoded)
+  }
+
+  /// Sends raw bytes (tests use this for malformed requests).
+  public func write(_ bytes: [UInt8]) throws(ClientError) {
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .connectionLost("write: \(String(cString: strerror(errno)))")
+      }
+      offset += n
+    }
+  }
+
+  /// Reads the next reply; throws the reply's error as `ClientError.varlink`.
+  public func receive() throws(ClientError) -> VarlinkReply {
+    while pending.isEmpty {
+      var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .connectionLost("read: \(String(cString: strerror(errno)))")
+      }
+      if n == 0 { throw .connectionLost("the daemon closed the connection") }
+      do {
+        pending += try buffer.withUnsafeBytes { raw in
+          Result { () throws(VarlinkError) in
+            try framer.append(UnsafeRawBufferPointer(rebasing: raw[..<n]))
+          }
+        }.get()
+      } catch {
+        throw .protocolError("\(error)")
+      }
+    }
+    let reply: VarlinkReply
+    do {
+      reply = try VarlinkReply.decode(pending.removeFirst())
+    } catch {
+      throw .protocolError("\(error)")
+    }
+    if let name = reply.error {
+      throw .varlink(VarlinkError(name: name, parameters: reply.parameters))
+    }
+    return reply
+  }
+
+  /// Calls a method and returns its single reply's parameters.
+  public func call(_ method: String, _ parameters: JSONValue = .object([])) throws(ClientError)
+    -> JSONValue
+  {
+    try send(VarlinkCall(method: method, parameters: parameters))
+    return try receive().parameters
+  }
+
+  /// The file descriptor, for callers that poll (e.g. follow with a timeout).
+  public var fileDescriptor: Int32 { fd }
+}
+
+/// Why a call failed.
+public enum ClientError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The socket could not be reached: the daemon is not running, or no permission.
+  case unreachable(path: String, errno: Int32)
+  /// The daemon answered with a Varlink error.
+  case varlink(VarlinkError)
+  /// The connection broke.
+  case connectionLost(String)
+  /// The daemon sent something that is not Varlink.
+  case protocolError(String)
+
+  public var description: String {
+    switch self {
+    case .unreachable(let path, let code):
+      let reason = String(cString: strerror(code))
+      if code == EACCES {
+        return
+          "cannot connect to \(path): \(reason) (are you in the socket's group, e.g. chatlink?)"
+      }
+      return
+        "cannot connect to \(path): \(reason); is chatlinkd running? (systemctl start chatlinkd)"
+    case .varlink(let error): return "\(error)"
+    case .connectionLost(let why): return "connection to chatlinkd lost: \(why)"
+    case .protocolError(let why): return "unexpected answer from chatlinkd: \(why)"
+    }
+  }
+}

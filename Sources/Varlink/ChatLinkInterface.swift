@@ -1,0 +1,118 @@
+/// The io.chatlink.Daemon interface, in Varlink's interface definition language.
+///
+/// The daemon serves this text from org.varlink.service.GetInterfaceDescription, and the
+/// client library and tests are written against it.
+public enum ChatLinkInterface {
+  /// The interface name.
+  public static let name = "io.chatlink.Daemon"
+
+  /// The interface description.
+  public static let description = """
+    # The ChatLink daemon: one persistent WebSocket connection to a chat backend, a durable
+    # JSON-lines message store and a durable outbox.
+    interface io.chatlink.Daemon
+
+    # The daemon's state, as chatlinkctl status shows it.
+    type Status (
+      # idle, connecting, tls, upgrading, open, closing or waiting.
+      state: string,
+      # The human status line (also systemd's STATUS=).
+      text: string,
+      # The backend URL, without credentials.
+      url: string,
+      rooms: []string,
+      subprotocol: ?string,
+      extensions: ?string,
+      # Seconds until the next connection attempt, while waiting.
+      retry_in: ?float,
+      last_error: ?string,
+      store_error: ?string,
+      received: int,
+      sent: int,
+      confirmed: int,
+      connects: int,
+      outbox: int,
+      last_seq: int,
+      durable_seq: int,
+      store_path: string,
+      version: string
+    )
+
+    # Something that happened, streamed by Subscribe.
+    type Event (
+      # connected, disconnected, message, sent, confirmed, error or status.
+      event: string,
+      time: string,
+      # message: the stored record (the JSON object of its line in messages.jsonl).
+      record: ?object,
+      # sent, confirmed: the client id and room.
+      id: ?string,
+      room: ?string,
+      # connected: what the server agreed to.
+      subprotocol: ?string,
+      extensions: ?string,
+      # disconnected: the close code and reason, or the transport error.
+      code: ?int,
+      reason: ?string,
+      # status: the new status line; error: what went wrong.
+      text: ?string
+    )
+
+    method GetStatus() -> (status: Status)
+
+    # Queues a message durably in the outbox; replies once it is durable (state "queued").
+    # With "more", further replies follow with state "sent" and "confirmed".
+    method Send(room: ?string, text: string, id: ?string) -> (id: string, state: string, count: int)
+
+    method Join(room: string) -> ()
+    method Leave(room: string) -> ()
+    method ListRooms() -> (rooms: []string)
+
+    # Stored messages, newest last: each the JSON object of its line in messages.jsonl.
+    # since_seq and since_time are exclusive lower bounds; limit defaults to 100.
+    method History(room: ?string, since_seq: ?int, since_time: ?string, limit: ?int) -> (records: []object)
+
+    # With "more": a stream of events, optionally only those of one room.
+    method Subscribe(room: ?string) -> (event: Event)
+
+    method Reconnect() -> ()
+
+    # A round trip to the backend.
+    method Ping() -> (rtt_ms: float)
+
+    error NotConnected (state: string)
+    error OutboxFull (limit: int)
+    error StorageFailed (reason: string)
+    error InvalidParameter (parameter: string, reason: string)
+    """
+
+  /// The org.varlink.service interface, as every Varlink service carries it.
+  public static let serviceDescription = """
+    # The Varlink service interface.
+    interface org.varlink.service
+
+    method GetInfo() -> (
+      vendor: string,
+      product: string,
+      version: string,
+      url: string,
+      interfaces: []string
+    )
+
+    method GetInterfaceDescription(interface: string) -> (description: string)
+
+    error InterfaceNotFound (interface: string)
+    error MethodNotFound (method: string)
+    error MethodNotImplemented (method: string)
+    error InvalidParameter (parameter: string)
+    error PermissionDenied ()
+    """
+
+  /// Our error names.
+  public enum Errors {
+    public static let notConnected = "io.chatlink.Daemon.NotConnected"
+    public static let outboxFull = "io.chatlink.Daemon.OutboxFull"
+    public static let storageFailed = "io.chatlink.Daemon.StorageFailed"
+    public static let invalidParameter = "io.chatlink.Daemon.InvalidParameter"
+  }
+}
