@@ -26,7 +26,8 @@ let package = Package(
     // sd-event wrapper, sd_notify, journald logging.
     .target(name: "EventLoop", dependencies: ["CSystemd"], swiftSettings: strict),
     // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.
-    .target(name: "Transport", dependencies: ["EventLoop", "COpenSSL"], swiftSettings: strict),
+    .target(
+      name: "Transport", dependencies: ["EventLoop", "COpenSSL", "CSystemd"], swiftSettings: strict),
     // Drives a WebSocket.ClientConnection over a Transport stream on the loop.
     .target(
       name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
@@ -44,7 +45,9 @@ let package = Package(
     // The daemon's logic: config, connection manager, chat protocol, store, outbox, status.
     .target(
       name: "ChatLinkCore",
-      dependencies: ["WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink"],
+      dependencies: [
+        "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink", "CSystemd",
+      ],
       swiftSettings: strict),
 
     .executableTarget(

@@ -67,8 +67,9 @@ public final class BackendSession: WebSocketClientDelegate {
 
   /// Called on every state change, with the reason.
   public var onStateChange: ((ConnectionState, String) -> Void)?
-  /// Called for every inbound frame after it is appended to the store, with its seq.
-  public var onInbound: ((InboundMessage, UInt64) -> Void)?
+  /// Called for every inbound frame after it is appended to the store, with its seq and
+  /// receive time.
+  public var onInbound: ((InboundMessage, UInt64, Timestamp) -> Void)?
   /// Called when outbox entries are confirmed (after their "out" record is appended).
   public var onConfirmed: (([OutboxEntry]) -> Void)?
   /// Called when an entry is written to the socket.
@@ -316,13 +317,14 @@ public final class BackendSession: WebSocketClientDelegate {
     guard client === self.client else { return }
     livenessProven()
     let inbound = adapter.decode(message)
+    let time = Timestamp.now()
     let seq = store.append(
-      direction: .inbound, room: inbound.room, payload: message, scan: inbound.scan)
+      direction: .inbound, room: inbound.room, payload: message, scan: inbound.scan, time: time)
     counters.received += 1
     if inbound.scan == .some(nil) {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
-    onInbound?(inbound, seq)
+    onInbound?(inbound, seq, time)
     if let id = inbound.echoedClientID, sentIDs.contains(id) {
       confirm { $0.id == id }
     }

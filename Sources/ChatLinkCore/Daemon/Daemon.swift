@@ -1,3 +1,4 @@
+import CSystemd
 import EventLoop
 @preconcurrency import Glibc
 import Transport
@@ -42,6 +43,9 @@ public final class Daemon {
   private let notifier = ServiceNotifier()
   private let resolver: Resolver
   private let disk: BackgroundWorker
+  private var reader: BackgroundWorker?
+  public private(set) var control: ControlServer?
+  public private(set) var service: ControlService?
   private var tlsContext: TLSContext?
   private var sigterm: SignalWatcher?
   private var sigint: SignalWatcher?
@@ -136,6 +140,7 @@ public final class Daemon {
   /// Everything `run()` does before entering the loop (tests call it, then spin the loop).
   public func start() throws(SystemError) {
     signal(SIGPIPE, SIG_IGN)
+    try startControl()
     sigterm = try loop.onSignal(SIGTERM) { [unowned self] in self.shutdown(reason: "SIGTERM") }
     sigint = try loop.onSignal(SIGINT) { [unowned self] in self.shutdown(reason: "SIGINT") }
     sighup = try loop.onSignal(SIGHUP) { [unowned self] in self.reload() }
@@ -174,6 +179,25 @@ public final class Daemon {
     notifier.ready(status: statusLine.text)
   }
 
+  /// Opens the control socket: the one systemd passed (socket activation) or our own.
+  private func startControl() throws(SystemError) {
+    let reader = try BackgroundWorker(loop: loop, name: "chatlink-read")
+    self.reader = reader
+    let inherited: Int32? = sd_listen_fds(1) == 1 ? SD_LISTEN_FDS_START : nil
+    let control = try ControlServer(
+      loop: loop, path: configuration.controlSocket, mode: configuration.socketMode,
+      groupName: configuration.socketGroup, inheritedFD: inherited, logger: logger)
+    self.control = control
+    service = ControlService(
+      server: control, session: session, store: store, outbox: outbox, reader: reader,
+      hasRooms: configuration.chatProtocol == .envelope,
+      status: { [unowned self] in self.statusLine },
+      defaultRoom: { [unowned self] in self.configuration.rooms.first.flatMap(RoomID.init) })
+    logger.info(
+      "control socket ready",
+      ["socket": inherited == nil ? configuration.controlSocket : "fd 3 (socket activation)"])
+  }
+
   /// The current status.
   public var statusLine: StatusLine {
     StatusLine(
@@ -188,6 +212,7 @@ public final class Daemon {
     guard text != lastStatus else { return }
     lastStatus = text
     notifier.status(text)
+    service?.publishStatus(text)
     onStatusChange?(text)
   }
 

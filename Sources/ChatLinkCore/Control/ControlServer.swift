@@ -1,0 +1,181 @@
+import EventLoop
+import Transport
+import Varlink
+
+/// The Varlink control socket: accepts connections, frames requests, checks the peer's
+/// credentials, and hands calls to the `ControlService`.
+///
+/// Bad input (oversized, malformed, not UTF-8, unknown methods, wrong types) gets an error
+/// reply or a closed connection, never a crash. A client that stops reading its Subscribe
+/// stream gets a bounded buffer and is then dropped; it never stalls anything else.
+public final class ControlServer {
+  /// The largest request accepted, NUL excluded.
+  public static let requestLimit = 64 * 1024
+  /// Replies a client may leave unread before it is dropped.
+  public static let outputLimit = 4 << 20
+  /// Connections served at once; more are refused.
+  public static let connectionLimit = 1024
+
+  private let loop: EventLoop
+  private var listener: UnixListener?
+  private var connections: [ObjectIdentifier: ControlConnection] = [:]
+  private let trustedGroup: UInt32?
+  private let logger: Logger
+  /// Dispatches calls; set before the loop runs.
+  public var service: ControlService?
+
+  /// Serves `path` (mode and group from [Control]) or, under socket activation, the socket
+  /// systemd passed.
+  public init(
+    loop: EventLoop, path: String, mode: UInt32, groupName: String, inheritedFD: Int32?,
+    logger: Logger
+  ) throws(SystemError) {
+    self.loop = loop
+    self.logger = logger
+    trustedGroup = UnixListener.groupID(named: groupName)
+    if trustedGroup == nil {
+      logger.notice(
+        "socket group does not exist; only root and our own user may connect", ["group": groupName])
+    }
+    let accept: (SocketStream, PeerCredentials?) -> Void = { [weak self] stream, credentials in
+      self?.accepted(stream, credentials)
+    }
+    if let inheritedFD {
+      listener = try UnixListener(loop: loop, inheritedFD: inheritedFD, accepted: accept)
+    } else {
+      try FileSystem.makeDirectories(
+        String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]), mode: 0o755)
+      listener = try UnixListener(
+        loop: loop, path: path, mode: mode, group: trustedGroup, accepted: accept)
+    }
+  }
+
+  /// Connections now open.
+  public var connectionCount: Int { connections.count }
+
+  private func accepted(_ stream: SocketStream, _ credentials: PeerCredentials?) {
+    guard connections.count < Self.connectionLimit else {
+      logger.warning(
+        "too many control connections; refusing one", ["limit": String(Self.connectionLimit)])
+      stream.close()
+      return
+    }
+    let access: ControlConnection.Access =
+      credentials?.isTrusted(group: trustedGroup) == true ? .full : .readOnly
+    let connection = ControlConnection(server: self, stream: stream, access: access)
+    connections[ObjectIdentifier(connection)] = connection
+  }
+
+  func dispatch(_ call: VarlinkCall, from connection: ControlConnection) {
+    guard let service else {
+      connection.reply(VarlinkReply(.methodNotImplemented(call.method)), to: call)
+      return
+    }
+    service.handle(call, from: connection)
+  }
+
+  func closed(_ connection: ControlConnection) {
+    connections[ObjectIdentifier(connection)] = nil
+  }
+
+  /// Every open connection, for publishing events.
+  var all: Dictionary<ObjectIdentifier, ControlConnection>.Values { connections.values }
+
+  func dropped(_ connection: ControlConnection, reason: String) {
+    logger.warning("dropping a control client", ["peer": connection.peer, "reason": reason])
+  }
+}
+
+/// One client of the control socket.
+public final class ControlConnection: ByteStreamDelegate {
+  /// What the peer may do, from its credentials.
+  public enum Access: Sendable {
+    /// Root, our user, or a member of the socket group: every method.
+    case full
+    /// Anyone else who could open the socket: read-only methods.
+    case readOnly
+  }
+
+  public let access: Access
+  let stream: SocketStream
+  private unowned let server: ControlServer
+  private var framer = VarlinkFramer(limit: ControlServer.requestLimit)
+  private var closing = false
+  /// The room filter of an active Subscribe stream (`.some(nil)`: every room).
+  var subscription: RoomID??
+  /// Client ids whose Send call asked for further replies.
+  var watchedSends: Set<String> = []
+
+  init(server: ControlServer, stream: SocketStream, access: Access) {
+    self.server = server
+    self.stream = stream
+    self.access = access
+    stream.delegate = self
+  }
+
+  var peer: String { stream.peerDescription }
+
+  /// Whether the connection can still take replies.
+  public var isOpen: Bool { !closing }
+
+  public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+    guard !closing else { return }
+    let messages: [[UInt8]]
+    do {
+      messages = try framer.append(bytes)
+    } catch {
+      fail(error)
+      return
+    }
+    for message in messages {
+      guard !closing else { return }
+      do {
+        let call = try VarlinkCall.decode(message)
+        server.dispatch(call, from: self)
+      } catch {
+        fail(error)
+        return
+      }
+    }
+  }
+
+  /// Answers a request that cannot be parsed, then closes: the stream cannot be trusted.
+  private func fail(_ error: VarlinkError) {
+    send(VarlinkReply(error).encoded)
+    close()
+  }
+
+  /// Sends a reply unless the call was oneway.
+  func reply(_ reply: VarlinkReply, to call: VarlinkCall) {
+    guard !call.oneway else { return }
+    send(reply.encoded)
+  }
+
+  /// Sends a streamed reply (an event); drops the client if it has stopped reading.
+  func push(_ reply: VarlinkReply) {
+    send(reply.encoded)
+  }
+
+  private func send(_ bytes: [UInt8]) {
+    guard !closing else { return }
+    stream.write(bytes)
+    if stream.pendingWriteCount > ControlServer.outputLimit {
+      server.dropped(self, reason: "\(stream.pendingWriteCount) bytes of replies unread")
+      close()
+    }
+  }
+
+  public func streamDidDrain(_ stream: any ByteStream) {}
+
+  public func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+    closing = true
+    server.closed(self)
+  }
+
+  func close() {
+    guard !closing else { return }
+    closing = true
+    stream.close()
+    server.closed(self)
+  }
+}
