@@ -20,6 +20,8 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
   case tls(String)
   /// A system call needed to set up the connection failed.
   case system(SystemError)
+  /// The HTTP proxy refused or broke the CONNECT tunnel.
+  case proxyFailed(String)
 
   public var description: String {
     switch self {
@@ -34,6 +36,7 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     case .io(let error): "connection error: \(error.message)"
     case .tls(let why): "TLS error: \(why)"
     case .system(let error): "\(error)"
+    case .proxyFailed(let why): "proxy: \(why)"
     }
   }
 

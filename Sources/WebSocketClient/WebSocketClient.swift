@@ -42,6 +42,8 @@ public final class WebSocketClient: ByteStreamDelegate {
     public var connectTimeout: Microseconds
     /// Time allowed for the peer's close frame and TCP close after a close is under way.
     public var closeTimeout: Microseconds
+    /// An HTTP CONNECT proxy to tunnel through.
+    public var proxy: ProxyAddress?
 
     /// Creates a configuration with defaults: deflate offered, 16 MiB limits, 10 s connect
     /// timeout, 3 s close timeout.
@@ -49,8 +51,10 @@ public final class WebSocketClient: ByteStreamDelegate {
       url: WebSocketURL, headers: HTTPHeaders = HTTPHeaders(), subprotocols: [String] = [],
       deflate: PerMessageDeflateOptions? = PerMessageDeflateOptions(),
       limits: ClientConnection.Limits = ClientConnection.Limits(),
-      connectTimeout: Microseconds = 10_000_000, closeTimeout: Microseconds = 3_000_000
+      connectTimeout: Microseconds = 10_000_000, closeTimeout: Microseconds = 3_000_000,
+      proxy: ProxyAddress? = nil
     ) {
+      self.proxy = proxy
       self.url = url
       self.headers = headers
       self.subprotocols = subprotocols
@@ -144,7 +148,8 @@ public final class WebSocketClient: ByteStreamDelegate {
     let url = configuration.url
     let connector = Connector(
       loop: loop, resolver: resolver,
-      endpoint: Endpoint(host: url.host, port: url.port, useTLS: url.secure),
+      endpoint: Endpoint(
+        host: url.host, port: url.port, useTLS: url.secure, proxy: configuration.proxy),
       tlsContext: tlsContext, timeout: configuration.connectTimeout)
     self.connector = connector
     connector.start { [weak self] result in

@@ -10,6 +10,23 @@ final class PythonServer {
   let process = Process()
   private let stdinPipe = Pipe()
   private let stdoutPipe = Pipe()
+  private let stderrPipe = Pipe()
+
+  /// What the process wrote on stderr so far (call after it has done the work).
+  func stderrText() -> String {
+    let handle = stderrPipe.fileHandleForReading
+    var data = Data()
+    // Non-blocking drain: the process keeps running.
+    let flags = fcntl(handle.fileDescriptor, F_GETFL)
+    _ = fcntl(handle.fileDescriptor, F_SETFL, flags | O_NONBLOCK)
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = read(handle.fileDescriptor, &buffer, buffer.count)
+      if n <= 0 { break }
+      data.append(contentsOf: buffer[..<n])
+    }
+    return String(decoding: data, as: UTF8.self)
+  }
   let port: Int
   let caFile: String?
   let url: String
@@ -27,10 +44,11 @@ final class PythonServer {
       "no Python with websockets: run scripts/setup.sh --test or set CHATLINK_TEST_PYTHON")
   }
 
-  init(_ arguments: [String]) throws {
+  init(_ arguments: [String], script: String = "ws_server.py") throws {
     process.executableURL = URL(fileURLWithPath: try Self.python())
     process.arguments =
-      [Self.repoRoot.appendingPathComponent("Tests/Fixtures/ws_server.py").path] + arguments
+      [Self.repoRoot.appendingPathComponent("Tests/Fixtures/\(script)").path] + arguments
+    process.standardError = stderrPipe
     process.standardInput = stdinPipe
     process.standardOutput = stdoutPipe
     process.environment = ProcessInfo.processInfo.environment.merging(

@@ -36,14 +36,15 @@ final class WebSocketClientTests: XCTestCase {
 
   private func client(
     _ url: String, caFile: String? = nil, headers: HTTPHeaders = HTTPHeaders(),
-    subprotocols: [String] = []
+    subprotocols: [String] = [], proxy: ProxyAddress? = nil
   ) throws -> (WebSocketClient, ClientRecorder) {
     let parsed = try WebSocketURL(parsing: url)
     let tls = parsed.secure ? try TLSContext.make(TLSConfiguration(caFile: caFile)) : nil
     let client = WebSocketClient(
       loop: loop, resolver: resolver, tlsContext: tls,
       configuration: WebSocketClient.Configuration(
-        url: parsed, headers: headers, subprotocols: subprotocols, connectTimeout: 5_000_000))
+        url: parsed, headers: headers, subprotocols: subprotocols, connectTimeout: 5_000_000,
+        proxy: proxy))
     let recorder = ClientRecorder()
     client.delegate = recorder
     return (client, recorder)
@@ -215,5 +216,67 @@ final class WebSocketClientTests: XCTestCase {
     case .handshakeFailed, .transportFailed: break
     default: XCTFail("\(reason)")
     }
+  }
+
+  func testConnectsThroughAnHTTPConnectProxyForWSAndWSS() throws {
+    let proxy = try PythonServer([], script: "connect_proxy.py")
+    let address = ProxyAddress(host: "127.0.0.1", port: proxy.port)
+    let plain = try PythonServer([])
+    let secure = try PythonServer(["--tls", "valid"])
+    for (url, ca) in [
+      ("ws://127.0.0.1:\(plain.port)/", nil), ("wss://localhost:\(secure.port)/", secure.caFile),
+    ] {
+      let (client, recorder) = try client(url, caFile: ca, proxy: address)
+      recorder.onOpen = { try? $0.send(text: "tunnelled") }
+      client.connect()
+      try spin(loop) { recorder.messages.count == 1 || recorder.disconnect != nil }
+      XCTAssertEqual(
+        recorder.messages.first?.text, "tunnelled",
+        "\(url): \(String(describing: recorder.disconnect))")
+      XCTAssertTrue(client.peerDescription?.contains("via proxy") ?? false)
+    }
+    let log = proxy.stderrText()
+    XCTAssertTrue(log.contains("CONNECT 127.0.0.1:\(plain.port) HTTP/1.1"), log)
+    XCTAssertTrue(log.contains("CONNECT localhost:\(secure.port) HTTP/1.1"), log)
+  }
+
+  func testAProxyThatRefusesTheTunnelIsAClearError() throws {
+    let proxy = try PythonServer(["--refuse", "407"], script: "connect_proxy.py")
+    let (client, recorder) = try client(
+      "ws://127.0.0.1:9/", proxy: ProxyAddress(host: "127.0.0.1", port: proxy.port))
+    client.connect()
+    try spin(loop) { recorder.disconnect != nil }
+    guard case .transportFailed(.proxyFailed(let why)) = recorder.disconnect else {
+      return XCTFail("\(String(describing: recorder.disconnect))")
+    }
+    XCTAssertTrue(why.contains("407"), why)
+  }
+
+  func testProxyAddressesParseAndNoProxyExcludesHostsAndDomains() {
+    XCTAssertEqual(
+      ProxyAddress(url: "http://proxy.example:3128/"),
+      ProxyAddress(host: "proxy.example", port: 3128))
+    XCTAssertEqual(ProxyAddress(url: "proxy:8080"), ProxyAddress(host: "proxy", port: 8080))
+    XCTAssertEqual(ProxyAddress(url: "http://[::1]:3128"), ProxyAddress(host: "::1", port: 3128))
+    XCTAssertNil(ProxyAddress(url: "http://user:pw@proxy:3128"))
+    XCTAssertNil(ProxyAddress(url: "socks5://proxy:1080"))
+    let env = [
+      "https_proxy": "http://p:1", "http_proxy": "http://q:2",
+      "no_proxy": "localhost,.internal.example, 10.0.0.1",
+    ]
+    let lookup: (String) -> String? = { env[$0] }
+    XCTAssertEqual(
+      ProxyAddress.fromEnvironment(for: "chat.example", secure: true, environment: lookup)?.port, 1)
+    XCTAssertEqual(
+      ProxyAddress.fromEnvironment(for: "chat.example", secure: false, environment: lookup)?.port, 2
+    )
+    XCTAssertNil(ProxyAddress.fromEnvironment(for: "localhost", secure: true, environment: lookup))
+    XCTAssertNil(
+      ProxyAddress.fromEnvironment(for: "a.internal.example", secure: true, environment: lookup))
+    XCTAssertNil(ProxyAddress.fromEnvironment(for: "10.0.0.1", secure: true, environment: lookup))
+    XCTAssertNil(
+      ProxyAddress.fromEnvironment(
+        for: "x", secure: true, environment: { ["https_proxy": "http://p:1", "no_proxy": "*"][$0] })
+    )
   }
 }

@@ -1,4 +1,5 @@
 import EventLoop
+import Transport
 import WebSocket
 
 /// Loads chatlinkd.conf and its drop-ins (`<file>.d/*.conf`, in name order) into a
@@ -162,8 +163,9 @@ public enum ConfigLoader {
       },
       "CAFile": { (c, v) throws(ValueError) in c.caFile = v.isEmpty ? nil : v },
       "Proxy": { (c, v) throws(ValueError) in
-        guard v.isEmpty || v.hasPrefix("http://") else {
-          throw ValueError(message: "'\(v)' is not an http:// proxy URL")
+        guard v.isEmpty || ProxyAddress(url: v) != nil else {
+          throw ValueError(
+            message: "'\(v)' is not a proxy URL such as http://proxy:3128 (no credentials)")
         }
         c.proxy = v.isEmpty ? nil : v
       },

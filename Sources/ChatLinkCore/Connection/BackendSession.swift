@@ -24,6 +24,8 @@ public final class BackendSession: WebSocketClientDelegate {
     public var reconnectMax: Double
     /// How long a connection must stay up before past failures are forgotten.
     public var stableAfter: Double = 30
+    /// The HTTP CONNECT proxy: Proxy= or, when unset, https_proxy/http_proxy and no_proxy.
+    public var proxy: ProxyAddress?
 
     /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
     /// (never logged).
@@ -40,6 +42,11 @@ public final class BackendSession: WebSocketClientDelegate {
       connectTimeout = c.connectTimeout
       reconnectMin = c.reconnectMin
       reconnectMax = c.reconnectMax
+      if let configured = c.proxy {
+        proxy = ProxyAddress(url: configured)
+      } else {
+        proxy = ProxyAddress.fromEnvironment(for: url.host, secure: url.secure)
+      }
     }
   }
 
@@ -208,7 +215,7 @@ public final class BackendSession: WebSocketClientDelegate {
   /// Applies new settings: keepalive and rooms live; URL, headers or token by reconnecting.
   public func apply(settings new: Settings, rooms newRooms: [RoomID], tlsContext: TLSContext?) {
     let needsReconnect =
-      new.url != settings.url || new.headers != settings.headers
+      new.url != settings.url || new.headers != settings.headers || new.proxy != settings.proxy
       || new.subprotocols != settings.subprotocols || new.compression != settings.compression
       || new.maxMessageSize != settings.maxMessageSize
     let wanted = adapter.hasRooms ? newRooms : []
@@ -258,7 +265,8 @@ public final class BackendSession: WebSocketClientDelegate {
       deflate: settings.compression ? PerMessageDeflateOptions() : nil,
       limits: ClientConnection.Limits(
         maxFrameSize: settings.maxMessageSize, maxMessageSize: settings.maxMessageSize),
-      connectTimeout: Self.micros(settings.connectTimeout), closeTimeout: 3_000_000)
+      connectTimeout: Self.micros(settings.connectTimeout), closeTimeout: 3_000_000,
+      proxy: settings.proxy)
     let client = WebSocketClient(
       loop: loop, resolver: resolver, tlsContext: settings.url.secure ? tlsContext : nil,
       configuration: configuration)

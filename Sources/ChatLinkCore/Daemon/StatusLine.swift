@@ -9,6 +9,21 @@ public struct StatusLine: Sendable, Hashable {
   public var lastError: String?
   public var storeError: String?
 
+  /// Creates a status.
+  public init(
+    state: ConnectionState, url: String, rooms: Int, received: Int, confirmed: Int, outbox: Int,
+    lastError: String?, storeError: String?
+  ) {
+    self.state = state
+    self.url = url
+    self.rooms = rooms
+    self.received = received
+    self.confirmed = confirmed
+    self.outbox = outbox
+    self.lastError = lastError
+    self.storeError = storeError
+  }
+
   /// Renders e.g. "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0".
   public var text: String {
     var head: String

@@ -1,0 +1,87 @@
+import JSON
+import Varlink
+import XCTest
+
+final class VarlinkCodecTests: XCTestCase {
+  private func frames(_ bytes: [UInt8], limit: Int = 64) throws -> [[UInt8]] {
+    var framer = VarlinkFramer(limit: limit)
+    return try bytes.withUnsafeBytes { try framer.append($0) }
+  }
+
+  func testCallsEncodeWithNULAndDecodeBack() throws {
+    let call = VarlinkCall(
+      method: "io.chatlink.Daemon.Send",
+      parameters: .object(["text": .string("hi"), "room": .string("7")]), more: true)
+    let bytes = call.encoded
+    XCTAssertEqual(bytes.last, 0)
+    XCTAssertEqual(try VarlinkCall.decode(Array(bytes.dropLast())), call)
+    XCTAssertEqual(call.interface, "io.chatlink.Daemon")
+  }
+
+  func testFramerSplitsAtNULAcrossChunksAndRefusesOversizedMessages() throws {
+    var framer = VarlinkFramer(limit: 10)
+    let first = try Array("abc\0de".utf8).withUnsafeBytes { try framer.append($0) }
+    XCTAssertEqual(first, [Array("abc".utf8)])
+    XCTAssertEqual(framer.pendingCount, 2)
+    let second = try Array("f\0\0".utf8).withUnsafeBytes { try framer.append($0) }
+    XCTAssertEqual(second, [Array("def".utf8), []])
+    XCTAssertThrowsError(try frames(Array(repeating: 0x41, count: 11), limit: 10)) {
+      XCTAssertEqual($0 as? VarlinkError, .messageTooLarge(limit: 10))
+    }
+    // A message without its NUL still counts against the limit.
+    XCTAssertThrowsError(try frames(Array(repeating: 0x41, count: 100), limit: 64))
+  }
+
+  func testMalformedCallsAreRefusedWithClearErrors() {
+    let cases: [(String, String)] = [
+      ("not json", "not valid JSON"), ("[1]", "not a JSON object"),
+      (#"{"parameters":{}}"#, "no \"method\""),
+      (#"{"method":"a.b","parameters":[1]}"#, "must be an object"),
+      (#"{"method":"a.b","more":"yes"}"#, "boolean"),
+      (#"{"method":"a.b","upgrade":true}"#, "not supported"),
+    ]
+    for (text, expected) in cases {
+      XCTAssertThrowsError(try VarlinkCall.decode(Array(text.utf8)), text) { error in
+        XCTAssertTrue("\(error)".contains(expected), "\(text): \(error)")
+      }
+    }
+    XCTAssertThrowsError(try VarlinkCall.decode([0x7B, 0xFF, 0x7D]))
+  }
+
+  func testRepliesCarryErrorsAndContinues() throws {
+    let reply = VarlinkReply(.methodNotFound("x.y.Z"))
+    let decoded = try VarlinkReply.decode(Array(reply.encoded.dropLast()))
+    XCTAssertEqual(decoded.error, "org.varlink.service.MethodNotFound")
+    XCTAssertEqual(
+      VarlinkError(name: decoded.error!, parameters: decoded.parameters), .methodNotFound("x.y.Z"))
+    let streaming = VarlinkReply(parameters: .object(["n": .int(1)]), continues: true)
+    XCTAssertEqual(
+      String(decoding: streaming.encoded.dropLast(), as: UTF8.self),
+      #"{"parameters":{"n":1},"continues":true}"#)
+  }
+
+  func testErrorNamesRoundTrip() {
+    let errors: [VarlinkError] = [
+      .interfaceNotFound("a"), .methodNotFound("a.b"), .methodNotImplemented("a.b"),
+      .invalidParameter(name: "room", reason: "bad"), .permissionDenied,
+      .named("io.chatlink.Daemon.OutboxFull", .object(["limit": .int(5)])),
+    ]
+    for error in errors {
+      XCTAssertEqual(VarlinkError(name: error.name, parameters: error.parameters), error)
+      XCTAssertFalse(error.description.isEmpty)
+    }
+  }
+
+  func testTheInterfaceDescriptionNamesEveryMethodAndError() {
+    for method in [
+      "GetStatus", "Send", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect",
+      "Ping",
+    ] {
+      XCTAssertTrue(ChatLinkInterface.description.contains("method \(method)("), method)
+    }
+    for error in ["NotConnected", "OutboxFull", "StorageFailed", "InvalidParameter"] {
+      XCTAssertTrue(ChatLinkInterface.description.contains("error \(error) "), error)
+    }
+    XCTAssertTrue(ChatLinkInterface.description.contains("interface io.chatlink.Daemon\n"))
+  }
+}
