@@ -64,6 +64,7 @@ let package = Package(
       swiftSettings: strict),
 
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
+    .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore"], swiftSettings: strict),
     .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
