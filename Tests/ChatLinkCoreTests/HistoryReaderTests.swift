@@ -27,7 +27,7 @@ final class HistoryReaderTests: XCTestCase {
     var paths: [String] = []
     for (generation, content) in files.reversed().enumerated() {
       let path = dir.path + "/messages.jsonl" + (generation == 0 ? "" : ".\(generation)")
-      FileManager.default.createFile(atPath: path, contents: Data(content))
+      _ = FileManager.default.createFile(atPath: path, contents: Data(content))
       paths.append(path)
     }
     return paths
@@ -92,7 +92,7 @@ final class HistoryReaderTests: XCTestCase {
       ).appendLine(to: &content)
     }
     let path = dir.path + "/long.jsonl"
-    FileManager.default.createFile(atPath: path, contents: Data(content))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(content))
     let lines = try HistoryReader.read(paths: [path], query: HistoryQuery(limit: 10)).get()
     XCTAssertEqual(lines.count, 3)
     XCTAssertTrue(lines.allSatisfy { $0.count > 400_000 })

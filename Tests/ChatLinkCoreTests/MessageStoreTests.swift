@@ -118,7 +118,7 @@ final class MessageStoreTests: XCTestCase {
     // Rotate so the live file is empty, then restart: seq continues from the rotated file.
     store = nil
     try FileManager.default.removeItem(atPath: dir.path + "/messages.jsonl")
-    FileManager.default.createFile(atPath: dir.path + "/messages.jsonl", contents: nil)
+    _ = FileManager.default.createFile(atPath: dir.path + "/messages.jsonl", contents: nil)
     XCTAssertEqual(
       try open(maxFileSize: 4096, maxFiles: 3).recovery.lastSeq, seqs("messages.jsonl.1").last)
   }

@@ -61,8 +61,8 @@ final class OutboxTests: XCTestCase {
 
   func testAFullOutboxRefusesWithAClearErrorAndKeepsWhatItHas() throws {
     let outbox = try open(max: 2)
-    try send(outbox, "1").get()
-    try send(outbox, "2").get()
+    _ = try send(outbox, "1").get()
+    _ = try send(outbox, "2").get()
     guard case .failure(let error) = try send(outbox, "3") else { return XCTFail() }
     XCTAssertEqual(error, .full(limit: 2))
     XCTAssertTrue(error.description.contains("full"))
@@ -121,7 +121,7 @@ final class OutboxTests: XCTestCase {
 
   func testAStorageFailureRefusesTheSendAndLeavesNothingHalfWritten() throws {
     let outbox = try open()
-    try send(outbox, "before").get()
+    _ = try send(outbox, "before").get()
     let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
     signal(SIGXFSZ, SIG_IGN)
     var old = rlimit()

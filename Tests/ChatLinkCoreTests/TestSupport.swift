@@ -17,7 +17,7 @@ final class TemporaryDirectory {
   }
 
   func write(_ name: String, _ text: String) {
-    FileManager.default.createFile(atPath: path + "/" + name, contents: Data(text.utf8))
+    _ = FileManager.default.createFile(atPath: path + "/" + name, contents: Data(text.utf8))
   }
 
   func lines(_ name: String) -> [String] {

@@ -71,6 +71,8 @@ public final class BackendSession: WebSocketClientDelegate {
   public private(set) var rooms: [RoomID] = []
   /// The settings in force.
   public private(set) var settings: Settings
+  /// How the last connection ended: the reason and, for a close frame, its code.
+  public private(set) var lastDisconnect: (reason: String, code: Int?)?
 
   /// Called on every state change, with the reason.
   public var onStateChange: ((ConnectionState, String) -> Void)?
