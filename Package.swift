@@ -41,6 +41,10 @@ let package = Package(
     .target(name: "Varlink", dependencies: ["JSON"], swiftSettings: strict),
     // A typed client of io.chatlink.Daemon, for chatlinkctl and any other Swift tool.
     .target(name: "ChatLinkClient", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
+    // chatlinkctl's verbs, output formatting and a small swift-argument-parser-shaped parser.
+    .target(
+      name: "ChatLinkCommands", dependencies: ["ChatLinkClient", "JSON", "Varlink"],
+      swiftSettings: strict),
 
     // The daemon's logic: config, connection manager, chat protocol, store, outbox, status.
     .target(
@@ -53,7 +57,7 @@ let package = Package(
     .executableTarget(
       name: "chatlinkd", dependencies: ["ChatLinkCore", "EventLoop"], swiftSettings: strict),
     .executableTarget(
-      name: "chatlinkctl", dependencies: ["ChatLinkClient"], swiftSettings: strict),
+      name: "chatlinkctl", dependencies: ["ChatLinkCommands"], swiftSettings: strict),
     .executableTarget(
       name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
       swiftSettings: strict),
@@ -66,6 +70,8 @@ let package = Package(
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore"], swiftSettings: strict),
+    .testTarget(
+      name: "ChatLinkCommandsTests", dependencies: ["ChatLinkCommands"], swiftSettings: strict),
     .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
       name: "TransportTests", dependencies: ["Transport", "WebSocketClient", "EventLoop"],

@@ -24,7 +24,8 @@ public struct DaemonStatus: Sendable, Hashable {
   /// The reply as sent, for --json output with stable field names.
   public var json: JSONValue
 
-  init(_ v: JSONValue) {
+  /// Reads the reply object.
+  public init(_ v: JSONValue) {
     json = v
     state = v["state"]?.stringValue ?? ""
     text = v["text"]?.stringValue ?? ""
@@ -57,7 +58,8 @@ public struct SendReceipt: Sendable, Hashable {
   public var count: Int
   public var json: JSONValue
 
-  init(_ v: JSONValue) {
+  /// Reads the reply object.
+  public init(_ v: JSONValue) {
     json = v
     id = v["id"]?.stringValue ?? ""
     state = v["state"]?.stringValue ?? ""
@@ -72,7 +74,8 @@ public struct DaemonEvent: Sendable, Hashable {
   /// The whole event object, stable field names.
   public var json: JSONValue
 
-  init(_ v: JSONValue) {
+  /// Reads the reply object.
+  public init(_ v: JSONValue) {
     json = v
     event = v["event"]?.stringValue ?? ""
   }

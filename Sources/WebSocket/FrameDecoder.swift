@@ -44,14 +44,15 @@ public struct FrameDecoder: Sendable {
     self.allowsCompressedBit = allowsCompressedBit
   }
 
-  /// Bytes received but not yet returned as part of a frame.
+  /// Bytes received but not yet returned as part of a frame, headers of frames still
+  /// arriving excluded.
   public var bufferedByteCount: Int {
     let pending = buffer.count - readIndex
     if case .payload(_, let collected) = state { return pending + collected.count }
     return pending
   }
 
-  /// The header and payload prefix of a frame whose payload is still arriving.
+  /// The header and (unmasked) payload prefix of a frame whose payload is still arriving.
   ///
   /// Lets the message layer validate UTF-8 of a long text frame before it is complete.
   public var partialFrame: (header: FrameHeader, payloadPrefix: [UInt8])? {
@@ -88,14 +89,16 @@ public struct FrameDecoder: Sendable {
         // The common case: the whole frame is in the buffer; copy its payload once.
         var payload = Array(buffer[readIndex..<(readIndex + header.payloadLength)])
         readIndex += header.payloadLength
-        Self.unmask(&payload, header: header, offset: 0)
+        Self.unmask(&payload, from: 0, header: header)
         return .frame(Frame(header: header, payload: payload))
       }
       // A long frame: collect its payload on the side so the input buffer stays small.
+      // It is unmasked as it arrives, so the prefix can be inspected.
       var collected = [UInt8]()
       collected.reserveCapacity(header.payloadLength)
       collected.append(contentsOf: buffer[readIndex...])
       readIndex = buffer.count
+      Self.unmask(&collected, from: 0, header: header)
       state = .payload(header, collected: collected)
       return .needMoreData
 
@@ -103,20 +106,24 @@ public struct FrameDecoder: Sendable {
       state = .header  // Drop the state's reference so `collected` grows in place.
       let wanted = header.payloadLength - collected.count
       let take = min(wanted, buffer.count - readIndex)
+      let before = collected.count
       collected.append(contentsOf: buffer[readIndex..<(readIndex + take)])
       readIndex += take
+      Self.unmask(&collected, from: before, header: header)
       guard collected.count == header.payloadLength else {
         state = .payload(header, collected: collected)
         return .needMoreData
       }
-      Self.unmask(&collected, header: header, offset: 0)
       return .frame(Frame(header: header, payload: collected))
     }
   }
 
-  private static func unmask(_ payload: inout [UInt8], header: FrameHeader, offset: Int) {
-    guard let key = header.maskingKey else { return }
-    payload.withUnsafeMutableBytes { key.apply(to: $0, offset: offset) }
+  /// Unmasks `payload[from...]`, which sits at payload offset `from`.
+  private static func unmask(_ payload: inout [UInt8], from: Int, header: FrameHeader) {
+    guard let key = header.maskingKey, from < payload.count else { return }
+    payload.withUnsafeMutableBytes { raw in
+      key.apply(to: UnsafeMutableRawBufferPointer(rebasing: raw[from...]), offset: from)
+    }
   }
 
   /// Parses a header when all of it is buffered; nil when more bytes are needed.

@@ -15,6 +15,12 @@ public struct ServerHandshake: Sendable {
     public var status: Int
     public var reason: String
     public var description: String { "\(status): \(reason)" }
+
+    /// Creates a refusal.
+    public init(status: Int, reason: String) {
+      self.status = status
+      self.reason = reason
+    }
   }
 
   /// What the server agreed to.
@@ -83,15 +89,9 @@ public struct ServerHandshake: Sendable {
     response += "Sec-WebSocket-Accept: \(accept)\r\n"
     if let chosen { response += "Sec-WebSocket-Protocol: \(chosen)\r\n" }
     var compression: FrameSession.Compression?
-    if deflate,
-      request.headers.listElements("Sec-WebSocket-Extensions").contains(where: {
-        HeaderSyntax.splitList($0, separator: ";").first?.lowercased() == "permessage-deflate"
-      })
-    {
-      response += "Sec-WebSocket-Extensions: permessage-deflate\r\n"
-      compression = FrameSession.Compression(
-        outgoingWindowBits: 15, outgoingNoContextTakeover: false, incomingNoContextTakeover: false,
-        threshold: 32, level: 1)
+    if deflate, let (accepted, settings) = acceptDeflate(request.headers) {
+      response += "Sec-WebSocket-Extensions: \(accepted)\r\n"
+      compression = settings
     }
     for (name, value) in extraHeaders { response += "\(name): \(value)\r\n" }
     response += "\r\n"
@@ -107,5 +107,55 @@ public struct ServerHandshake: Sendable {
     var text = "HTTP/1.1 \(status) \(reason)\r\nContent-Length: 0\r\nConnection: close\r\n"
     for (name, value) in headers { text += "\(name): \(value)\r\n" }
     return Array((text + "\r\n").utf8)
+  }
+
+  /// Accepts the first permessage-deflate offer whose parameters we can honour (RFC 7692
+  /// §7.1): the server's window and context takeover as asked; the client's window is left
+  /// to the client, since we inflate with a full window.
+  static func acceptDeflate(_ headers: HTTPHeaders) -> (String, FrameSession.Compression)? {
+    offers: for offer in headers.listElements("Sec-WebSocket-Extensions") {
+      let parts = HeaderSyntax.splitList(offer, separator: ";")
+      guard parts.first?.lowercased() == "permessage-deflate" else { continue }
+      var response = ["permessage-deflate"]
+      var windowBits = 15
+      var resetOurs = false
+      var resetTheirs = false
+      var seen = Set<String>()
+      for parameter in parts.dropFirst() {
+        let pieces = parameter.split(separator: "=", maxSplits: 1).map {
+          HeaderSyntax.trim(String($0))
+        }
+        let name = pieces[0].lowercased()
+        guard seen.insert(name).inserted else { continue offers }
+        let value = pieces.count > 1 ? HeaderSyntax.unquote(pieces[1]) : nil
+        switch name {
+        case "server_no_context_takeover":
+          guard pieces.count == 1 else { continue offers }
+          resetOurs = true
+          response.append("server_no_context_takeover")
+        case "client_no_context_takeover":
+          guard pieces.count == 1 else { continue offers }
+          resetTheirs = true
+          response.append("client_no_context_takeover")
+        case "server_max_window_bits":
+          guard let value, let bits = Int(value), (8...15).contains(bits) else { continue offers }
+          windowBits = bits
+          response.append("server_max_window_bits=\(bits)")
+        case "client_max_window_bits":
+          if let value {
+            guard let bits = Int(value), (8...15).contains(bits) else { continue offers }
+          }
+        default:
+          continue offers
+        }
+      }
+      return (
+        response.joined(separator: "; "),
+        FrameSession.Compression(
+          outgoingWindowBits: windowBits, outgoingNoContextTakeover: resetOurs,
+          incomingNoContextTakeover: resetTheirs, threshold: 32, level: 1)
+      )
+    }
+    return nil
   }
 }

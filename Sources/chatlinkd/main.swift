@@ -2,6 +2,7 @@
 import ChatLinkCore
 import EventLoop
 @preconcurrency import Glibc
+import Varlink
 
 let usage = """
   USAGE: chatlinkd [--config PATH] [--check-config] [--version]

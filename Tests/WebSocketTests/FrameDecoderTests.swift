@@ -164,4 +164,44 @@ final class FrameDecoderTests: XCTestCase {
     XCTAssertEqual(frame.payload.count, 1000)
     XCTAssertNil(decoder.partialFrame)
   }
+
+  /// Found by the fuzzer: a masked frame arriving in pieces exposed a still-masked prefix,
+  /// so a server checked masked bytes as UTF-8.
+  func testServerDecoderExposesAnUnmaskedPrefixWhileAMaskedFrameArrives() throws {
+    let bytes: [UInt8] = [0x81, 0x85, 0x80, 0x80, 0x80, 0x80, 0xc8, 0xe5, 0xec, 0xec, 0xef]
+    var decoder = FrameDecoder(role: .server)
+    var frames: [Frame] = []
+    for byte in bytes {
+      decoder.append([byte])
+      if case .frame(let frame) = try decoder.next() { frames.append(frame) }
+      if let partial = decoder.partialFrame {
+        XCTAssertEqual(
+          partial.payloadPrefix, Array(Array("Hello".utf8).prefix(partial.payloadPrefix.count)))
+      }
+    }
+    XCTAssertEqual(frames.map(\.payload), [Array("Hello".utf8)])
+  }
+
+  func testServerSessionAcceptsMaskedTextSplitAtEveryByteAndRejectsMaskedInvalidUTF8() throws {
+    var encoder = FrameEncoder(masking: SeededGenerator())
+    var valid: [UInt8] = []
+    encoder.encode(opcode: .text, payload: Array("κόσμε and more text".utf8), into: &valid)
+    var invalid: [UInt8] = []
+    encoder.encode(opcode: .text, payload: [0xFF, 0x61], into: &invalid)
+    for (bytes, expectText) in [(valid, true), (invalid, false)] {
+      let session = try FrameSession(
+        role: .server, limits: ClientConnection.Limits(), encoder: FrameEncoder(), compression: nil)
+      var events: [FrameSession.Event] = []
+      for byte in bytes {
+        [byte].withUnsafeBytes { session.receive($0) }
+        while let event = session.nextEvent() { events.append(event) }
+      }
+      if expectText {
+        XCTAssertEqual(events, [.message(.text(Array("κόσμε and more text".utf8)))])
+      } else {
+        XCTAssertEqual(events, [])
+        XCTAssertEqual(session.state, .closing)
+      }
+    }
+  }
 }

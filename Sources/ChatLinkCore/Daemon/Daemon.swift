@@ -158,17 +158,34 @@ public final class Daemon {
       self.logger.info(
         "connection state changed",
         ["state": state.name, "reason": reason, "url": self.session.displayURL])
+      switch state {
+      case .open: self.service?.publishConnected(self.session.negotiated)
+      case .waiting:
+        self.service?.publishDisconnected(reason: reason, code: self.session.lastDisconnect?.code)
+      default: break
+      }
       self.publishStatus()
     }
     store.onHealthChange = { [unowned self] error in
       if let error {
         self.logger.error(
           "store writes are failing; messages wait in memory", ["error": error.message])
+        self.service?.publishError("store writes are failing: \(error.message)")
       } else {
         self.logger.notice("store writes recovered")
       }
       self.publishStatus()
     }
+    session.onInbound = { [unowned self] inbound, seq, time in
+      guard let service = self.service else { return }
+      let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
+      service.publishMessage(
+        StoreRecord(
+          seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
+        scan: inbound.scan, room: room)
+    }
+    session.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
+    session.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
     session.start()
     logger.info(
       "started",
