@@ -44,4 +44,13 @@ In another terminal:
 Ctrl-C stops the daemon and the backend.
 
 TEXT
+# Once the daemon is up, send one message so the first "out" line shows up in the store.
+(
+  for _ in $(seq 50); do
+    "$bin/chatlinkctl" --socket "$demo/control.sock" status >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  "$bin/chatlinkctl" --socket "$demo/control.sock" send --wait --room 7 "hello from make run" \
+    >/dev/null && echo "run-demo: sent \"hello from make run\" to room 7; see the \"dir\":\"out\" line in the store"
+) &
 "$bin/chatlinkd" --config "$demo/chatlinkd.conf"
