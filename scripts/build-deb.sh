@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make deb`: builds dist/chatlink_<version>_amd64.deb from a release build with the Swift
+# standard library linked statically, so the package depends only on Debian libraries.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Varlink/Version.swift)
+[ -n "$version" ] || { echo "build-deb: cannot read the version" >&2; exit 1; }
+
+swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product chatlinkd
+swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product chatlinkctl
+bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+
+stage="$repo/.build/deb/chatlink_${version}_amd64"
+rm -rf "$stage"
+install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/usr/lib/sysusers.d" \
+  "$stage/usr/lib/tmpfiles.d" "$stage/etc/chatlink" "$stage/usr/share/doc/chatlink" \
+  "$stage/usr/share/man/man1" "$stage/usr/share/man/man5" "$stage/usr/share/man/man8" \
+  "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions"
+
+install -m 0755 "$bin/chatlinkd" "$bin/chatlinkctl" "$stage/usr/bin/"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/chatlinkd" "$stage/usr/bin/chatlinkctl"
+install -m 0644 packaging/chatlinkd.service packaging/chatlinkd.socket "$stage/lib/systemd/system/"
+install -m 0644 packaging/sysusers-chatlink.conf "$stage/usr/lib/sysusers.d/chatlink.conf"
+install -m 0644 packaging/tmpfiles-chatlink.conf "$stage/usr/lib/tmpfiles.d/chatlink.conf"
+install -m 0644 config/chatlinkd.conf "$stage/etc/chatlink/chatlinkd.conf"
+install -m 0644 completions/chatlinkctl.bash "$stage/usr/share/bash-completion/completions/chatlinkctl"
+install -m 0644 completions/_chatlinkctl "$stage/usr/share/zsh/vendor-completions/_chatlinkctl"
+install -m 0644 packaging/debian/copyright "$stage/usr/share/doc/chatlink/copyright"
+sed "s/@VERSION@/$version/g" packaging/debian/changelog | gzip -9n >"$stage/usr/share/doc/chatlink/changelog.Debian.gz"
+for page in man/chatlinkctl.1:man1 man/chatlinkd.conf.5:man5 man/chatlinkd.8:man8; do
+  src=${page%%:*}
+  gzip -9n <"$src" >"$stage/usr/share/man/${page##*:}/$(basename "$src").gz"
+done
+chmod 0644 "$stage"/usr/share/man/*/*.gz "$stage/usr/share/doc/chatlink/changelog.Debian.gz"
+
+# Dependencies: the Debian package of every shared library the binaries need.
+depends=$(for f in "$stage"/usr/bin/*; do objdump -p "$f" | awk '/NEEDED/ {print $2}'; done | sort -u |
+  while read -r lib; do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    [ -n "$path" ] || { echo "build-deb: $lib is not a system library" >&2; exit 1; }
+    dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1
+  done | sort -u)
+case "$depends" in *swift*) echo "build-deb: a Swift runtime library is still dynamic" >&2; exit 1 ;; esac
+deplist=$(for p in $depends; do
+  v=$(dpkg-query -W -f='${Version}' "$p" | sed 's/-[^-]*$//')
+  echo "$p (>= $v)"
+done | paste -sd, - | sed 's/,/, /g')
+deplist="$deplist, init-system-helpers (>= 1.54~)"
+
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+sed -e "s/@VERSION@/$version/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$deplist/" \
+  packaging/debian/control.in >"$stage/DEBIAN/control"
+install -m 0644 packaging/debian/conffiles "$stage/DEBIAN/conffiles"
+install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$stage/DEBIAN/"
+(cd "$stage" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum >DEBIAN/md5sums)
+chmod 0644 "$stage/DEBIAN/md5sums"
+
+mkdir -p dist
+deb="dist/chatlink_${version}_amd64.deb"
+dpkg-deb --root-owner-group --build "$stage" "$deb" >/dev/null
+echo "build-deb: $deb ($(du -h "$deb" | cut -f1)); Depends: $deplist"
