@@ -1,12 +1,12 @@
 # ChatLink. The two promised commands:
 #   make run    set up, build, and run chatlinkd against the bundled local demo backend
-#   make test   set up, and run every test (lint, unit + integration, Autobahn, fuzz)
+#   make test   set up, and run every test (lint, unit, integration, Autobahn, fuzz)
 SWIFT ?= swift
 STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit coverage autobahn fuzz clean
+.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb clean
 
 all: build
 
@@ -25,7 +25,7 @@ release: setup
 run: release
 	scripts/run-demo.sh
 
-test: setup-test lint unit autobahn fuzz
+test: setup-test lint unit integration autobahn fuzz
 	@echo "make test: all green"
 
 lint:
@@ -41,6 +41,12 @@ unit:
 	CHATLINK_TEST_PYTHON=$(PYTHON) $(SWIFT) test --enable-code-coverage $(STRICT)
 	scripts/coverage.sh
 
+# The daemon as a process against an independent backend (Python websockets) and an
+# independent control client (Python varlink): faults, reconnects, delivery, crashes, abuse.
+integration:
+	$(SWIFT) build $(STRICT)
+	CHATLINK_BIN=$$($(SWIFT) build --show-bin-path) Tests/integration/run.sh
+
 # The full Autobahn|Testsuite (517 cases, compression included) against our client agent.
 autobahn:
 	$(SWIFT) build -c release $(STRICT) --product chatlink-autobahn
@@ -48,6 +54,10 @@ autobahn:
 
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# dist/chatlink_<version>_amd64.deb, static Swift runtime, stripped.
+deb: setup
+	scripts/build-deb.sh
 
 clean:
 	rm -rf .build .cache/autobahn-reports

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import Synchronization
 
 /// A structured logger shaped like swift-log's: constant messages, data in metadata.
 ///
@@ -50,8 +51,13 @@ public struct Logger: Sendable {
 
   /// The component name, e.g. "chatlinkd.connection"; sent as CHATLINK_LOGGER.
   public var label: String
-  /// Messages below this level are dropped before any formatting.
-  public var logLevel: Level
+  /// Messages below this level are dropped before any formatting. Copies of a logger share
+  /// it, so a reload that changes it reaches every component at once.
+  public var logLevel: Level {
+    get { Level(rawValue: levelBox.value.load(ordering: .relaxed)) ?? .info }
+    nonmutating set { levelBox.value.store(newValue.rawValue, ordering: .relaxed) }
+  }
+  private let levelBox: LevelBox
   /// Metadata attached to every message of this logger.
   public var metadata: Metadata = []
   private let sink: any LogSink
@@ -59,7 +65,7 @@ public struct Logger: Sendable {
   /// Creates a logger writing to `sink` (by default the journal when attached, else stderr).
   public init(label: String, level: Level = .info, sink: (any LogSink)? = nil) {
     self.label = label
-    self.logLevel = level
+    levelBox = LevelBox(level.rawValue)
     self.sink = sink ?? Logger.defaultSink
   }
 
@@ -123,6 +129,12 @@ public struct Logger: Sendable {
     _ message: @autoclosure () -> String, _ metadata: KeyValuePairs<String, String> = [:],
     file: String = #fileID, line: Int = #line
   ) { log(.critical, message(), metadata, file: file, line: line) }
+}
+
+/// The level shared by a logger and its copies.
+final class LevelBox: Sendable {
+  let value: Atomic<Int>
+  init(_ level: Int) { value = Atomic(level) }
 }
 
 /// One log message on its way to a sink.

@@ -16,8 +16,11 @@ public final class SocketStream: ByteStream {
   private var readWantsWritable = false
   private var writeWantsReadable = false
   private var readBuffer: UnsafeMutableRawBufferPointer
-  /// At most this many bytes are read per wake-up, so one busy peer cannot starve timers.
+  /// At most this many bytes, and about this much time, are spent per wake-up, so one busy
+  /// peer cannot starve timers or other clients. Time counts too: compressed input inflates,
+  /// and a megabyte of it can be tens of thousands of messages.
   private let readBudget = 1 << 20
+  private let timeBudget: Int64 = 5_000_000  // nanoseconds
 
   /// The largest single read, also the size of the read buffer.
   public static let readChunk = 64 * 1024
@@ -90,7 +93,10 @@ public final class SocketStream: ByteStream {
 
   private func readAvailable() {
     var total = 0
+    let started = Self.monotonicNanoseconds()
     while fd >= 0 && !isReadingPaused && total < readBudget {
+      // The fd stays readable (level-triggered), so the loop comes back after other sources.
+      if total > 0 && Self.monotonicNanoseconds() - started > timeBudget { return }
       let result = readSome()
       switch result {
       case .bytes(let n):
@@ -107,6 +113,12 @@ public final class SocketStream: ByteStream {
         return
       }
     }
+  }
+
+  private static func monotonicNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
   }
 
   private enum ReadResult {

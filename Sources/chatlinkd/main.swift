@@ -47,10 +47,7 @@ while let argument = arguments.next() {
 
 if checkOnly {
   do {
-    let configuration = try ConfigLoader.load(path: options.configPath)
-    _ = try TokenSource.read(
-      tokenFile: configuration.tokenFile,
-      credentialsDirectory: FileSystem.environment("CREDENTIALS_DIRECTORY"))
+    let configuration = try Daemon.check(options: options)
     print("\(options.configPath): OK (backend \(configuration.url?.description ?? "?"))")
     exit(0)
   } catch {

@@ -137,6 +137,9 @@ final class ConfigTests: XCTestCase {
     XCTAssertNotNil(error("[Backend]\nURL=ws://a/\nReconnectMinSec=10\nReconnectMaxSec=5"))
     XCTAssertNotNil(error("[Control]\nSocketMode=0999\n[Backend]\nURL=ws://a/"))
     XCTAssertNotNil(error("[Store]\nDirectory=relative\n[Backend]\nURL=ws://a/"))
+    // One file could not carry the last seq across a rotation.
+    XCTAssertTrue(
+      error("[Store]\nMaxFiles=1\n[Backend]\nURL=ws://a/")?.message.contains("at least 2") ?? false)
   }
 
   /// The token has exactly one way in: TokenFile= or a credential, never the config text.

@@ -220,7 +220,14 @@ public enum ConfigLoader {
         c.syncIntervalMSec = try positive(v, max: 60_000)
       },
       "MaxFileSize": { (c, v) throws(ValueError) in c.maxFileSize = try size(v, min: 4096) },
-      "MaxFiles": { (c, v) throws(ValueError) in c.maxFiles = try positive(v, max: 10_000) },
+      "MaxFiles": { (c, v) throws(ValueError) in
+        // At least the live file and one rotated file: the rotated one carries the last seq
+        // across a rotation, so seq never restarts.
+        c.maxFiles = try positive(v, max: 10_000)
+        if c.maxFiles < 2 {
+          throw ValueError(message: "must be at least 2 (the live file and one rotated file)")
+        }
+      },
     ],
     "Outbox": [
       "MaxMessages": { (c, v) throws(ValueError) in

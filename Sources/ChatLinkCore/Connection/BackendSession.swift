@@ -101,7 +101,9 @@ public final class BackendSession: WebSocketClientDelegate {
   private let loop: EventLoop
   private let resolver: Resolver
   private var tlsContext: TLSContext?
-  private let adapter: any ChatProtocolAdapter
+  private var adapter: any ChatProtocolAdapter
+  /// The rooms from Rooms=, as distinct from rooms joined at run time.
+  private var configuredRooms: [RoomID]
   private let store: MessageStore
   private let outbox: Outbox
   private var logger: Logger
@@ -136,6 +138,7 @@ public final class BackendSession: WebSocketClientDelegate {
     self.tlsContext = tlsContext
     self.settings = settings
     self.rooms = adapter.hasRooms ? rooms : []
+    configuredRooms = self.rooms
     self.adapter = adapter
     self.store = store
     self.outbox = outbox
@@ -160,6 +163,9 @@ public final class BackendSession: WebSocketClientDelegate {
   public var displayURL: String { settings.url.description }
 
   // MARK: Commands
+
+  /// Whether the protocol has rooms at all (Protocol=raw has none).
+  public var hasRooms: Bool { adapter.hasRooms }
 
   /// Joins a room now (if connected) and after every reconnect.
   public func join(_ room: RoomID) {
@@ -215,14 +221,22 @@ public final class BackendSession: WebSocketClientDelegate {
   }
 
   /// Applies new settings: keepalive and rooms live; URL, headers or token by reconnecting.
-  public func apply(settings new: Settings, rooms newRooms: [RoomID], tlsContext: TLSContext?) {
+  ///
+  /// Rooms removed from Rooms= are left and new ones joined; rooms joined at run time stay.
+  /// A new adapter (Sender=, [Envelope] names) applies to messages sent from now on.
+  public func apply(
+    settings new: Settings, rooms newRooms: [RoomID], tlsContext: TLSContext?,
+    adapter newAdapter: any ChatProtocolAdapter
+  ) {
     let needsReconnect =
       new.url != settings.url || new.headers != settings.headers || new.proxy != settings.proxy
       || new.subprotocols != settings.subprotocols || new.compression != settings.compression
       || new.maxMessageSize != settings.maxMessageSize
+    adapter = newAdapter
     let wanted = adapter.hasRooms ? newRooms : []
-    for room in rooms where !wanted.contains(room) { leave(room) }
+    for room in configuredRooms where !wanted.contains(room) { leave(room) }
     for room in wanted where !rooms.contains(room) { join(room) }
+    configuredRooms = wanted
     settings = new
     self.tlsContext = tlsContext
     backoff.minimum = new.reconnectMin
@@ -352,6 +366,7 @@ public final class BackendSession: WebSocketClientDelegate {
     else { return }
     // TCP keeps order: this pong proves the backend read everything sent before the ping.
     outstandingPing = nil
+    pongDeadline?.disarm()
     let covered = ping.covers
     confirm { $0.count <= covered }
     let ready = pingWaiters.filter { $0.0 <= counter }
@@ -452,11 +467,14 @@ public final class BackendSession: WebSocketClientDelegate {
       lastError = problem
       logger.error("connection failed", ["url": displayURL, "error": problem])
     }
+    var code: Int?
+    if case .closed(let info) = reason { code = Int(info.code.rawValue) }
+    lastDisconnect = (text, code)
     logger.info(
       "disconnected",
       [
-        "reason": text, "retry_in": ConnectionState.format(delay),
-        "failures": String(backoff.failures),
+        "reason": text, "close_code": code.map(String.init) ?? "",
+        "retry_in": ConnectionState.format(delay), "failures": String(backoff.failures),
       ])
     setState(.waiting(seconds: delay), text)
     retryTimer?.schedule(after: Self.micros(delay))
@@ -482,7 +500,7 @@ public final class BackendSession: WebSocketClientDelegate {
   }
 
   private func pongTimedOut() {
-    guard let client, state == .open else { return }
+    guard let client, state == .open, outstandingPing != nil else { return }
     let seconds = ConnectionState.format(settings.pongTimeout)
     logger.warning("backend stopped answering; reconnecting", ["timeout": "\(seconds) s"])
     for (_, waiter) in pingWaiters { waiter(.failure(.timedOut)) }

@@ -50,6 +50,12 @@ public final class ControlServer {
     }
   }
 
+  /// Stops listening and removes the socket file we created (not an inherited one), so a
+  /// stopped daemon leaves no stale socket behind.
+  public func close() {
+    listener = nil
+  }
+
   /// Connections now open.
   public var connectionCount: Int { connections.count }
 

@@ -56,11 +56,12 @@ public final class ControlService {
         connection.reply(VarlinkReply(parameters: .object(["status": statusObject()])), to: call)
       case "io.chatlink.Daemon.Send":
         try send(call, connection)
-      case "io.chatlink.Daemon.Join":
-        session.join(try room(call, required: true)!)
-        connection.reply(VarlinkReply(), to: call)
-      case "io.chatlink.Daemon.Leave":
-        session.leave(try room(call, required: true)!)
+      case "io.chatlink.Daemon.Join", "io.chatlink.Daemon.Leave":
+        guard let target = try room(call, required: true) else { return }
+        guard session.hasRooms else {
+          throw VarlinkError.invalidParameter(name: "room", reason: "Protocol=raw has no rooms")
+        }
+        if call.method.hasSuffix(".Join") { session.join(target) } else { session.leave(target) }
         connection.reply(VarlinkReply(), to: call)
       case "io.chatlink.Daemon.ListRooms":
         connection.reply(
@@ -100,7 +101,19 @@ public final class ControlService {
         throw VarlinkError.methodNotFound(call.method)
       }
     } catch let error as VarlinkError {
-      connection.reply(VarlinkReply(error), to: call)
+      // Our own methods report bad parameters with our interface's error, which also names the
+      // reason; org.varlink.service's InvalidParameter carries the parameter only.
+      if case .invalidParameter(let name, let reason) = error,
+        call.interface == ChatLinkInterface.name
+      {
+        connection.reply(
+          VarlinkReply(
+            .named(
+              ChatLinkInterface.Errors.invalidParameter,
+              .object(["parameter": .string(name), "reason": .string(reason)]))), to: call)
+      } else {
+        connection.reply(VarlinkReply(error), to: call)
+      }
     } catch {
       connection.reply(
         VarlinkReply(.invalidParameter(name: "parameters", reason: "\(error)")), to: call)
@@ -146,9 +159,10 @@ public final class ControlService {
   // MARK: Methods
 
   private func send(_ call: VarlinkCall, _ connection: ControlConnection) throws {
+    // The request limit (64 KiB) bounds the text; an empty message is refused.
     let text = try Self.string(call, "text")
-    guard text.utf8.count <= 1 << 20 else {
-      throw VarlinkError.invalidParameter(name: "text", reason: "longer than 1 MiB")
+    guard !text.isEmpty else {
+      throw VarlinkError.invalidParameter(name: "text", reason: "is empty")
     }
     let id = try Self.optionalString(call, "id")
     var target = try room(call, required: false)

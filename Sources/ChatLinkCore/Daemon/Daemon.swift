@@ -84,10 +84,7 @@ public final class Daemon {
     }
     let settings = try Self.settings(configuration)
     tlsContext = try Self.tls(configuration)
-    let adapter: any ChatProtocolAdapter =
-      configuration.chatProtocol == .raw
-      ? RawProtocol()
-      : EnvelopeProtocol(names: configuration.envelope, sender: configuration.sender)
+    let adapter = Self.adapter(configuration)
     do throws(SystemError) {
       session = try BackendSession(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
@@ -107,6 +104,26 @@ public final class Daemon {
     }
   }
 
+  /// What `--check-config` validates: the files, the token and the TLS trust store, without
+  /// connecting or touching the store.
+  public static func check(options: Options) throws(StartError) -> Configuration {
+    let configuration: Configuration
+    do {
+      configuration = try ConfigLoader.load(path: options.configPath)
+    } catch {
+      throw .config(error)
+    }
+    _ = try settings(configuration)
+    if configuration.url?.secure == true || configuration.caFile != nil {
+      do {
+        _ = try TLSContext.make(TLSConfiguration(caFile: configuration.caFile))
+      } catch {
+        throw .tls(error)
+      }
+    }
+    return configuration
+  }
+
   private static func settings(_ c: Configuration) throws(StartError) -> BackendSession.Settings {
     guard let url = c.url else {
       throw .config(ConfigError(file: "", line: 0, key: "[Backend] URL", message: "is required"))
@@ -120,6 +137,10 @@ public final class Daemon {
       throw .token(error)
     }
     return BackendSession.Settings(c, url: url, token: token)
+  }
+
+  private static func adapter(_ c: Configuration) -> any ChatProtocolAdapter {
+    c.chatProtocol == .raw ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
 
   private static func tls(_ c: Configuration) throws(StartError) -> TLSContext? {
@@ -253,19 +274,32 @@ public final class Daemon {
       logger.error("reload failed; keeping the running configuration", ["error": "\(error)"])
       return
     }
-    var unchangeable: [String] = []
-    if new.storeDirectory != configuration.storeDirectory {
-      unchangeable.append("[Store] Directory")
-    }
-    if new.chatProtocol != configuration.chatProtocol { unchangeable.append("[Backend] Protocol") }
-    if new.controlSocket != configuration.controlSocket { unchangeable.append("[Control] Socket") }
+    let old = configuration
+    let restartOnly: [(String, Bool)] = [
+      ("[Backend] Protocol", new.chatProtocol != old.chatProtocol),
+      ("[Store] Directory", new.storeDirectory != old.storeDirectory),
+      ("[Store] Sync", new.sync != old.sync),
+      ("[Store] SyncIntervalMSec", new.syncIntervalMSec != old.syncIntervalMSec),
+      ("[Store] MaxFileSize", new.maxFileSize != old.maxFileSize),
+      ("[Store] MaxFiles", new.maxFiles != old.maxFiles),
+      ("[Outbox] MaxMessages", new.outboxMaxMessages != old.outboxMaxMessages),
+      ("[Control] Socket", new.controlSocket != old.controlSocket),
+      ("[Control] SocketMode", new.socketMode != old.socketMode),
+      ("[Control] SocketGroup", new.socketGroup != old.socketGroup),
+    ]
+    let unchangeable = restartOnly.filter(\.1).map(\.0)
     if !unchangeable.isEmpty {
       logger.warning(
         "some settings apply only after a restart", ["keys": unchangeable.joined(separator: ", ")])
     }
     logger.logLevel = Logger.Level(name: new.logLevel) ?? .info
     tlsContext = tls
-    session.apply(settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls)
+    // A protocol change needs a restart, so the adapter keeps its kind: only names change.
+    var effective = new
+    effective.chatProtocol = old.chatProtocol
+    session.apply(
+      settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls,
+      adapter: Self.adapter(effective))
     configuration = new
     logger.info("configuration reloaded", ["rooms": String(session.rooms.count)])
   }
@@ -281,6 +315,7 @@ public final class Daemon {
       self.store.whenDurable {
         self.outbox.whenIdle {
           self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
+          self.control?.close()
           self.loop.exit(code: 0)
         }
       }

@@ -112,8 +112,11 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
           inbound.room = Array(raw[range])
         }
       }
-      inbound.echoedClientID = Self.string(raw, scan.nested[1])
       inbound.event = Self.string(raw, scan.topLevel[0])
+      // Only a message event echoes a send; other events may carry ids of their own.
+      if inbound.event == names.messageEvent {
+        inbound.echoedClientID = Self.string(raw, scan.nested[1])
+      }
       return inbound
     }
   }

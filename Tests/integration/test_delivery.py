@@ -1,0 +1,135 @@
+"""Outbound delivery: every acknowledged Send reaches the backend, at least once and in order
+per room, across TCP drops and daemon restarts, whether the backend confirms by echoing the
+client id or only by answering pings (written is not delivered)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import send_many, wait_delivered, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+ECHO = pytest.mark.parametrize("echo", [True, False], ids=["echo-confirms", "pong-confirms"])
+
+
+def wait_outbox_empty(daemon, timeout: float = 15):
+    return wait_until(lambda: (s := daemon.status())["outbox"] == 0 and s, timeout,
+                      message="an empty outbox (everything confirmed)")
+
+
+def out_records(daemon):
+    return {r["id"]: r for r in daemon.records() if r["dir"] == "out"}
+
+
+@ECHO
+def test_every_acknowledged_send_is_delivered_in_order_across_tcp_drops(daemon, backend, echo):
+    backend.echo = echo
+    daemon.wait_state("open")
+    acked = send_many(daemon, 100, prefix="a")
+    backend.drop_all()
+    acked += send_many(daemon, 100, prefix="b")
+    backend.drop_all()
+    # And drops while sends are arriving, so some die written but unconfirmed.
+    for round in range(5):
+        wait_until(backend.open_connections, 10, message="an open connection")
+        out: list = []
+        t = threading.Thread(target=lambda: out.extend(send_many(daemon, 80, prefix=f"c{round}")))
+        t.start()
+        time.sleep(0.02 + 0.01 * round)
+        backend.drop_all()
+        t.join(30)
+        acked += out
+    wait_delivered(backend, acked)
+    status = wait_outbox_empty(daemon)
+    assert status["confirmed"] >= len(acked)
+    # Each confirmed message is stored once as an "out" record carrying its id and room.
+    wait_until(lambda: len(out_records(daemon)) == len(acked), 5, message="an out record per message")
+    out_list = [r for r in daemon.records() if r["dir"] == "out"]
+    assert len(out_list) == len(acked), "a message was confirmed (stored as out) twice"
+    outs = out_records(daemon)
+    for a in acked:
+        r = outs[a["id"]]
+        assert str(r["room"]) == a["room"] and r["type"] == "json"
+        assert r["data"]["data"]["message"] == a["text"] and r["data"]["data"]["client_id"] == a["id"]
+
+
+@ECHO
+def test_sends_queued_while_the_backend_refuses_are_delivered_once_it_accepts(daemon, backend, echo):
+    backend.echo = echo
+    daemon.wait_state("open")
+    backend.refuse(503)
+    backend.drop_all()
+    wait_until(lambda: daemon.status()["state"] != "open", 5, message="the daemon noticing the drop")
+    acked = send_many(daemon, 30, prefix="offline")
+    assert daemon.status()["outbox"] == 30
+    backend.accept()
+    wait_delivered(backend, acked)
+    wait_outbox_empty(daemon)
+
+
+@ECHO
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_acknowledged_sends_survive_a_daemon_restart(make_daemon, backend, echo, sig):
+    """Messages acknowledged while the backend read nothing (written into a socket whose bytes
+    are then lost) are delivered by the restarted daemon."""
+    backend.echo = echo
+    daemon = make_daemon()
+    daemon.wait_state("open")
+    acked = send_many(daemon, 20, prefix="before")
+    wait_delivered(backend, acked)
+    wait_outbox_empty(daemon)
+
+    backend.blackhole()
+    stranded = send_many(daemon, 20, prefix="stranded")
+    held = [c.id for c in backend.open_connections()]
+    rc = daemon.stop(sig, timeout=10)
+    if sig == signal.SIGTERM:
+        assert rc == 0
+    backend.unblackhole(discard=True)  # what the old daemon wrote is lost unread
+    assert not any(d.get("client_id") in {s["id"] for s in stranded} for d in backend.sends())
+
+    daemon.start()
+    daemon.wait_state("open")
+    after = send_many(daemon, 20, prefix="after")
+    acked += stranded + after
+    wait_delivered(backend, acked)
+    # The stranded ones came from the restarted daemon, on a connection opened after the restart.
+    stranded_ids = {s["id"] for s in stranded}
+    new_conns = [c for c in backend.connections() if c.id > max(held)]
+    assert stranded_ids <= {d.get("client_id") for c in new_conns for d in c.sends()}
+    wait_outbox_empty(daemon)
+
+
+def test_a_full_outbox_refuses_sends_clearly_until_messages_are_delivered(make_daemon, backend):
+    backend.refuse(503)
+    daemon = make_daemon({"Outbox": {"MaxMessages": 5}})
+    acked = send_many(daemon, 5, prefix="fits")
+    reply = daemon.call("io.chatlink.Daemon.Send", {"room": "7", "text": "one too many"})
+    assert reply.get("error") == "io.chatlink.Daemon.OutboxFull", reply
+    assert reply["parameters"]["limit"] == 5
+    assert daemon.status()["outbox"] == 5
+    backend.accept()
+    wait_delivered(backend, acked)
+    wait_outbox_empty(daemon)
+    acked += send_many(daemon, 5, prefix="again")
+    wait_delivered(backend, acked)
+    assert "one too many" not in [d.get("message") for d in backend.sends()]
+
+
+def test_a_client_id_given_twice_while_pending_is_queued_once(make_daemon, backend):
+    backend.refuse(503)
+    daemon = make_daemon()
+    first = daemon.call("io.chatlink.Daemon.Send", {"room": "7", "text": "once", "id": "deploy-42.a_b:c"})
+    again = daemon.call("io.chatlink.Daemon.Send", {"room": "7", "text": "once", "id": "deploy-42.a_b:c"})
+    assert first["parameters"]["id"] == again["parameters"]["id"] == "deploy-42.a_b:c"
+    assert first["parameters"]["count"] == again["parameters"]["count"]
+    assert daemon.status()["outbox"] == 1
+    backend.accept()
+    wait_until(lambda: "deploy-42.a_b:c" in backend.delivered_ids(), 10, message="delivery")
+    wait_outbox_empty(daemon)
+    assert backend.delivered_ids().count("deploy-42.a_b:c") == 1
