@@ -30,6 +30,7 @@ test: setup-test lint unit integration autobahn fuzz
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
+	man/check.sh
 
 format:
 	$(SWIFT) format -i -r Package.swift Sources Tests

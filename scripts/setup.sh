@@ -18,7 +18,7 @@ fi
 packages=(libsystemd-dev libssl-dev zlib1g-dev pkg-config)
 if [ "$mode" = "--test" ]; then
   # gcc builds wsaccel for Autobahn; openssl makes nothing but is handy to inspect test certs.
-  packages+=(gcc iproute2 openssl)
+  packages+=(gcc iproute2 openssl groff-base man-db)
 fi
 
 missing=()
