@@ -27,26 +27,33 @@ install -m 0644 config/chatlinkd.conf "$stage/etc/chatlink/chatlinkd.conf"
 install -m 0644 completions/chatlinkctl.bash "$stage/usr/share/bash-completion/completions/chatlinkctl"
 install -m 0644 completions/_chatlinkctl "$stage/usr/share/zsh/vendor-completions/_chatlinkctl"
 install -m 0644 packaging/debian/copyright "$stage/usr/share/doc/chatlink/copyright"
-sed "s/@VERSION@/$version/g" packaging/debian/changelog | gzip -9n >"$stage/usr/share/doc/chatlink/changelog.Debian.gz"
+sed "s/@VERSION@/$version/g" packaging/debian/changelog | gzip -9n >"$stage/usr/share/doc/chatlink/changelog.gz"
 for page in man/chatlinkctl.1:man1 man/chatlinkd.conf.5:man5 man/chatlinkd.8:man8; do
   src=${page%%:*}
   gzip -9n <"$src" >"$stage/usr/share/man/${page##*:}/$(basename "$src").gz"
 done
-chmod 0644 "$stage"/usr/share/man/*/*.gz "$stage/usr/share/doc/chatlink/changelog.Debian.gz"
+chmod 0644 "$stage"/usr/share/man/*/*.gz "$stage/usr/share/doc/chatlink/changelog.gz"
 
 # Dependencies: the Debian package of every shared library the binaries need.
 depends=$(for f in "$stage"/usr/bin/*; do objdump -p "$f" | awk '/NEEDED/ {print $2}'; done | sort -u |
   while read -r lib; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
     [ -n "$path" ] || { echo "build-deb: $lib is not a system library" >&2; exit 1; }
-    dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1
+    # With merged /usr, dpkg may know the file under /lib or under /usr/lib.
+    real=$(readlink -f "$path")
+    pkg=""
+    for candidate in "$path" "$real" "${real#/usr}" "/usr$path"; do
+      pkg=$(dpkg -S "$candidate" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$pkg" ] && break
+    done
+    [ -n "$pkg" ] || { echo "build-deb: no package owns $lib" >&2; exit 1; }
+    echo "$pkg"
   done | sort -u)
 case "$depends" in *swift*) echo "build-deb: a Swift runtime library is still dynamic" >&2; exit 1 ;; esac
 deplist=$(for p in $depends; do
   v=$(dpkg-query -W -f='${Version}' "$p" | sed 's/-[^-]*$//')
   echo "$p (>= $v)"
 done | paste -sd, - | sed 's/,/, /g')
-deplist="$deplist, init-system-helpers (>= 1.54~)"
+deplist="$deplist, init-system-helpers (>= 1.54~), systemd | systemd-standalone-sysusers | systemd-sysusers"
 
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$deplist/" \
