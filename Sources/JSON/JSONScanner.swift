@@ -28,9 +28,13 @@ public struct JSONScanner {
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
   static let maxDepth = 128
 
-  private init(_ buffer: UnsafeRawBufferPointer) {
+  /// The bytes are known to be UTF-8 (e.g. a WebSocket text message): strings skip the check.
+  private let knownUTF8: Bool
+
+  private init(_ buffer: UnsafeRawBufferPointer, knownUTF8: Bool) {
     base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!
     count = buffer.count
+    self.knownUTF8 = knownUTF8
   }
 
   /// Validates `buffer` as one JSON value; nil when it is not JSON.
@@ -39,11 +43,13 @@ public struct JSONScanner {
   ///   - topLevelKeys: keys of the top-level object whose value ranges to report.
   ///   - nestedIn: the index (in `topLevelKeys`) of an object-valued key to look inside.
   ///   - nestedKeys: keys inside that object whose value ranges to report.
+  ///   - knownUTF8: the caller has validated the bytes as UTF-8 already (text frames are), so
+  ///     strings need not be checked again.
   public static func scan(
     _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
-    nestedKeys: [[UInt8]] = []
+    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false
   ) -> Result? {
-    var scanner = JSONScanner(buffer)
+    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8)
     var result = Result(
       topLevel: Array(repeating: nil, count: topLevelKeys.count),
       nested: Array(repeating: nil, count: nestedKeys.count), hasLineBreaks: false, isObject: false)
@@ -215,7 +221,7 @@ public struct JSONScanner {
   }
 
   private func validate(_ validator: inout UTF8Validator, _ range: Range<Int>) -> Bool {
-    guard !range.isEmpty else { return true }
+    guard !range.isEmpty, !knownUTF8 else { return true }
     return validator.validate(
       UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count))
   }

@@ -129,6 +129,12 @@ public final class WebSocketClient: ByteStreamDelegate {
   /// The peer address and TLS version, once connected.
   public var peerDescription: String? { stream?.peerDescription }
 
+  /// Stops reading from the socket (TCP flow control pushes back on the server) or resumes.
+  public var isReadingPaused: Bool {
+    get { stream?.isReadingPaused ?? false }
+    set { stream?.isReadingPaused = newValue }
+  }
+
   /// Bytes queued but not yet taken by the kernel.
   public var bufferedAmount: Int {
     (connection?.outboundCount ?? 0) + (stream?.pendingWriteCount ?? 0)

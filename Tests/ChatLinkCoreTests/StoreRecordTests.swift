@@ -68,6 +68,19 @@ final class StoreRecordTests: XCTestCase {
       })
   }
 
+  func testTheCachingFormatterAgreesWithTheFullFormatter() {
+    var formatter = TimestampFormatter()
+    for micros: Int64 in [
+      0, 1, 999_999, 1_000_000, 1_764_676_800_123_456, 1_764_676_800_999_999, 1_764_676_801_000_000,
+      -1,
+    ] {
+      var fast: [UInt8] = []
+      formatter.append(Timestamp(microseconds: micros), to: &fast)
+      XCTAssertEqual(
+        String(decoding: fast, as: UTF8.self), Timestamp(microseconds: micros).rfc3339, "\(micros)")
+    }
+  }
+
   func testTimestampsFormatAndParseRFC3339() {
     XCTAssertEqual(Timestamp(microseconds: 0).rfc3339, "1970-01-01T00:00:00.000000Z")
     XCTAssertEqual(

@@ -150,6 +150,7 @@ public final class BackendSession: WebSocketClientDelegate {
     phaseTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.checkPhase() }
     sendTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flushOutbox() }
     outbox.onEnqueued = { [weak self] in self?.flushOutbox() }
+    store.onWritten = { [weak self] in self?.applyBackpressure() }
   }
 
   /// Connects for the first time.
@@ -345,6 +346,7 @@ public final class BackendSession: WebSocketClientDelegate {
     let seq = store.append(
       direction: .inbound, room: inbound.room, payload: message, scan: inbound.scan, time: time)
     counters.received += 1
+    applyBackpressure()
     if inbound.scan == .some(nil) {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
@@ -397,6 +399,7 @@ public final class BackendSession: WebSocketClientDelegate {
     outstandingPing = nil
     needsConfirmationPing = false
     negotiated = nil
+    readingPaused = false
     for (_, waiter) in pingWaiters { waiter(.failure(.notConnected)) }
     pingWaiters = []
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
@@ -480,6 +483,27 @@ public final class BackendSession: WebSocketClientDelegate {
     retryTimer?.schedule(after: Self.micros(delay))
   }
 
+  // MARK: Backpressure
+
+  /// Whether reading is paused because the store is behind.
+  private var readingPaused = false
+
+  /// Pauses reading while the store's unwritten backlog is large, and resumes once it has
+  /// drained, so memory stays bounded when the disk is slower than the network. While the
+  /// disk is failing the bound is larger: the connection stays up and keeps what it can.
+  private func applyBackpressure() {
+    let high = store.failure == nil ? 2 << 20 : 64 << 20
+    let backlog = store.backlogBytes
+    if !readingPaused && backlog > high {
+      readingPaused = true
+      client?.isReadingPaused = true
+      logger.debug("store is behind; pausing reads", ["backlog_bytes": String(backlog)])
+    } else if readingPaused && backlog < high / 4 {
+      readingPaused = false
+      client?.isReadingPaused = false
+    }
+  }
+
   // MARK: Keepalive
 
   private func pingTick() {
@@ -501,6 +525,11 @@ public final class BackendSession: WebSocketClientDelegate {
 
   private func pongTimedOut() {
     guard let client, state == .open, outstandingPing != nil else { return }
+    if readingPaused {
+      // We are not reading, so a pong could not be seen: that says nothing about the peer.
+      pongDeadline?.schedule(after: Self.micros(settings.pongTimeout))
+      return
+    }
     let seconds = ConnectionState.format(settings.pongTimeout)
     logger.warning("backend stopped answering; reconnecting", ["timeout": "\(seconds) s"])
     for (_, waiter) in pingWaiters { waiter(.failure(.timedOut)) }

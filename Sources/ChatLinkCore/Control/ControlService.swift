@@ -300,7 +300,8 @@ public final class ControlService {
     publish(event("status", ["text": .string(text)]), room: nil)
   }
 
-  private var hasSubscribers: Bool {
+  /// Whether any client has a Subscribe stream open.
+  public var hasSubscribers: Bool {
     server.all.contains { $0.subscription != nil }
   }
 

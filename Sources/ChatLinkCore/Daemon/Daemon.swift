@@ -198,7 +198,8 @@ public final class Daemon {
       self.publishStatus()
     }
     session.onInbound = { [unowned self] inbound, seq, time in
-      guard let service = self.service else { return }
+      // Most of the time nobody follows: build nothing then.
+      guard let service = self.service, service.hasSubscribers else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
       service.publishMessage(
         StoreRecord(

@@ -101,7 +101,9 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
         payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
     }
     return bytes.withUnsafeBytes { raw in
-      let scan = JSONScanner.scan(raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys)
+      // Text messages arrive validated as UTF-8 by the WebSocket layer.
+      let scan = JSONScanner.scan(
+        raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true)
       var inbound = InboundMessage(
         payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
       guard let scan else { return inbound }
@@ -148,7 +150,7 @@ public struct RawProtocol: ChatProtocolAdapter {
       return InboundMessage(
         payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
     }
-    let scan = bytes.withUnsafeBytes { JSONScanner.scan($0) }
+    let scan = bytes.withUnsafeBytes { JSONScanner.scan($0, knownUTF8: true) }
     return InboundMessage(
       payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
   }

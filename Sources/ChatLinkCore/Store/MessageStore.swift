@@ -63,6 +63,8 @@ public final class MessageStore {
   public private(set) var failure: SystemError?
   /// Called when `durableSeq` advances.
   public var onDurable: ((UInt64) -> Void)?
+  /// Called after every write attempt, so a producer paused on `backlogBytes` can resume.
+  public var onWritten: (() -> Void)?
   /// Called when writes start failing (with the error) or recover (with nil).
   public var onHealthChange: ((SystemError?) -> Void)?
 
@@ -78,6 +80,7 @@ public final class MessageStore {
   private var syncTimer: Timer?
   private var retryTimer: Timer?
   private var drainWaiters: [() -> Void] = []
+  private var timeFormatter = TimestampFormatter()
 
   /// Opens the store, recovering from a crash: a torn last line is cut off and seq continues
   /// after the last complete record (looking into rotated files if the live one is empty).
@@ -132,7 +135,7 @@ public final class MessageStore {
     let record = StoreRecord(
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
       payload: payload)
-    record.appendLine(to: &buffer, scan: scan)
+    record.appendLine(to: &buffer, scan: scan, formatter: &timeFormatter)
     bufferLastSeq = lastSeq
     if buffer.count >= 1 << 20 {
       flush()
@@ -202,6 +205,7 @@ public final class MessageStore {
   ) {
     inFlight = false
     inFlightBytes = 0
+    defer { onWritten?() }
     switch outcome {
     case .written:
       writtenSeq = target

@@ -49,33 +49,42 @@ public struct StoreRecord: Sendable, Hashable {
     self.payload = payload
   }
 
-  private static let seqPrefix = Array(#"{"seq":"#.utf8)
-  private static let timeKey = Array(#","time":""#.utf8)
-  private static let dirIn = Array(#"","dir":"in","room":"#.utf8)
-  private static let dirOut = Array(#"","dir":"out","room":"#.utf8)
-  private static let null = Array("null".utf8)
-  private static let typeJSON = Array(#","type":"json""#.utf8)
-  private static let typeText = Array(#","type":"text""#.utf8)
-  private static let typeBinary = Array(#","type":"binary""#.utf8)
-  private static let idKey = Array(#","id":"#.utf8)
-  private static let dataKey = Array(#","data":"#.utf8)
+  // StaticStrings, not arrays: appending them costs no retain/release on the hot path.
+  private static let seqPrefix: StaticString = #"{"seq":"#
+  private static let timeKey: StaticString = #","time":""#
+  private static let dirIn: StaticString = #"","dir":"in","room":"#
+  private static let dirOut: StaticString = #"","dir":"out","room":"#
+  private static let null: StaticString = "null"
+  private static let typeJSON: StaticString = #","type":"json""#
+  private static let typeText: StaticString = #","type":"text""#
+  private static let typeBinary: StaticString = #","type":"binary""#
+  private static let idKey: StaticString = #","id":"#
+  private static let dataKey: StaticString = #","data":"#
 
   /// Appends the record as one JSON line, newline included.
   ///
   /// - Parameter scan: the result of scanning a text payload, if the caller already has it
   ///   (the envelope protocol scans every frame); saves a second pass.
   public func appendLine(to out: inout [UInt8], scan: JSONScanner.Result?? = .none) {
-    out.append(contentsOf: Self.seqPrefix)
+    var formatter = TimestampFormatter()
+    appendLine(to: &out, scan: scan, formatter: &formatter)
+  }
+
+  /// Appends the line, formatting the time with a formatter that caches the date part.
+  public func appendLine(
+    to out: inout [UInt8], scan: JSONScanner.Result?? = .none, formatter: inout TimestampFormatter
+  ) {
+    out.append(Self.seqPrefix)
     Self.appendDecimal(seq, to: &out)
-    out.append(contentsOf: Self.timeKey)
-    time.append(to: &out)
-    out.append(contentsOf: direction == .inbound ? Self.dirIn : Self.dirOut)
-    out.append(contentsOf: room ?? Self.null)
+    out.append(Self.timeKey)
+    formatter.append(time, to: &out)
+    out.append(direction == .inbound ? Self.dirIn : Self.dirOut)
+    if let room { out.append(contentsOf: room) } else { out.append(Self.null) }
     switch payload {
     case .binary(let bytes):
-      out.append(contentsOf: Self.typeBinary)
+      out.append(Self.typeBinary)
       appendID(to: &out)
-      out.append(contentsOf: Self.dataKey)
+      out.append(Self.dataKey)
       out.append(UInt8(ascii: "\""))
       Base64.encode(bytes, into: &out)
       out.append(UInt8(ascii: "\""))
@@ -87,18 +96,18 @@ public struct StoreRecord: Sendable, Hashable {
           case .none: JSONScanner.scan(raw)
           }
         if let result {
-          out.append(contentsOf: Self.typeJSON)
+          out.append(Self.typeJSON)
           appendID(to: &out)
-          out.append(contentsOf: Self.dataKey)
+          out.append(Self.dataKey)
           if result.hasLineBreaks {
             JSONString.minify(raw, to: &out)
           } else {
             out.append(contentsOf: raw)
           }
         } else {
-          out.append(contentsOf: Self.typeText)
+          out.append(Self.typeText)
           appendID(to: &out)
-          out.append(contentsOf: Self.dataKey)
+          out.append(Self.dataKey)
           JSONString.append(raw, to: &out)
         }
       }
@@ -109,7 +118,7 @@ public struct StoreRecord: Sendable, Hashable {
 
   private func appendID(to out: inout [UInt8]) {
     guard let clientID else { return }
-    out.append(contentsOf: Self.idKey)
+    out.append(Self.idKey)
     JSONString.append(clientID, to: &out)
   }
 
@@ -138,10 +147,11 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The seq of a stored line, read from its fixed prefix; nil if the line is not ours.
   public static func seq(ofLine line: UnsafeRawBufferPointer) -> UInt64? {
-    guard line.count > seqPrefix.count else { return nil }
-    for (i, byte) in seqPrefix.enumerated() where line[i] != byte { return nil }
+    let prefix = UnsafeBufferPointer(start: seqPrefix.utf8Start, count: seqPrefix.utf8CodeUnitCount)
+    guard line.count > prefix.count else { return nil }
+    for (i, byte) in prefix.enumerated() where line[i] != byte { return nil }
     var value: UInt64 = 0
-    var index = seqPrefix.count
+    var index = prefix.count
     var digits = 0
     while index < line.count, line[index].isDigit {
       let (times, o1) = value.multipliedReportingOverflow(by: 10)
@@ -153,5 +163,13 @@ public struct StoreRecord: Sendable, Hashable {
     }
     guard digits > 0, index < line.count, line[index] == UInt8(ascii: ",") else { return nil }
     return value
+  }
+}
+
+extension Array where Element == UInt8 {
+  /// Appends the UTF-8 bytes of a static string.
+  mutating func append(_ string: StaticString) {
+    append(
+      contentsOf: UnsafeBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
   }
 }

@@ -137,3 +137,36 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 }
+
+/// Formats timestamps quickly by reusing the "YYYY-MM-DDTHH:MM:SS." part while the second
+/// stays the same: at a few hundred thousand records a second, that is nearly every record.
+public struct TimestampFormatter: Sendable {
+  private var second: Int64 = .min
+  private var prefix: [UInt8] = []
+
+  /// Creates a formatter with an empty cache.
+  public init() {}
+
+  /// Appends `time` as RFC 3339 UTC with microseconds.
+  public mutating func append(_ time: Timestamp, to out: inout [UInt8]) {
+    let micros = time.microseconds
+    let second = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+    if second != self.second {
+      var full: [UInt8] = []
+      time.append(to: &full)
+      prefix = Array(full[..<20])
+      self.second = second
+    }
+    out.append(contentsOf: prefix)
+    var fraction = Int(micros - second * 1_000_000)
+    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &digits) { raw in
+      for i in stride(from: 5, through: 0, by: -1) {
+        raw[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
+        fraction /= 10
+      }
+      out.append(contentsOf: raw)
+    }
+    out.append(UInt8(ascii: "Z"))
+  }
+}
