@@ -62,56 +62,90 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     return String(decoding: out, as: UTF8.self)
   }
 
-  /// Parses RFC 3339 ("2026-12-02T12:34:56Z", fractional seconds and offsets allowed).
+  /// Parses an RFC 3339 date-time ("2026-12-02T12:00:00Z", "2026-12-02 14:00:00.5+02:00",
+  /// any number of fraction digits, kept to microseconds) or a full date ("2026-12-02",
+  /// midnight UTC). Calendar dates are checked (no 2025-02-29); a leap second (:60) reads as
+  /// the last microsecond of :59.
   public init?(rfc3339 text: String) {
     let b = Array(text.utf8)
     func number(_ from: Int, _ length: Int) -> Int? {
       guard from + length <= b.count else { return nil }
       var value = 0
-      for i in from..<(from + length) {
-        guard b[i].isDigit else { return nil }
-        value = value * 10 + Int(b[i] - UInt8(ascii: "0"))
+      for byte in b[from..<(from + length)] {
+        guard byte.isDigit else { return nil }
+        value = value * 10 + Int(byte - UInt8(ascii: "0"))
       }
       return value
     }
-    guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-      b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
-      b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+    guard b.count >= 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
       let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+      (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year)
+    else { return nil }
+    let days = Int64(Self.days(fromCivil: year, month, day))
+    if b.count == 10 {
+      microseconds = days * 86_400_000_000
+      return
+    }
+    guard b.count >= 20, [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")].contains(b[10]),
+      b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
       let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-      (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+      hour < 24, minute < 60, second <= 60
     else { return nil }
     var index = 19
     var micros = 0
-    if index < b.count && b[index] == UInt8(ascii: ".") {
+    if b[index] == UInt8(ascii: ".") {
       index += 1
-      var scale = 100_000
-      let start = index
-      while index < b.count && b[index].isDigit {
-        micros += Int(b[index] - UInt8(ascii: "0")) * scale
-        scale /= 10
+      var digits = 0
+      while index < b.count, b[index].isDigit {
+        if digits < 6 { micros = micros * 10 + Int(b[index] - UInt8(ascii: "0")) }
+        digits += 1
         index += 1
       }
-      guard index > start else { return nil }
+      guard digits > 0 else { return nil }
+      for _ in min(digits, 6)..<6 { micros *= 10 }
     }
-    var offset = 0
     guard index < b.count else { return nil }
+    var offset = 0
     switch b[index] {
     case UInt8(ascii: "Z"), UInt8(ascii: "z"):
-      index += 1
+      guard index + 1 == b.count else { return nil }
     case UInt8(ascii: "+"), UInt8(ascii: "-"):
-      guard let oh = number(index + 1, 2), b.count > index + 3, b[index + 3] == UInt8(ascii: ":"),
-        let om = number(index + 4, 2)
+      guard index + 6 == b.count, b[index + 3] == UInt8(ascii: ":"),
+        let hours = number(index + 1, 2), let minutes = number(index + 4, 2), hours < 24,
+        minutes < 60
       else { return nil }
-      offset = (oh * 3600 + om * 60) * (b[index] == UInt8(ascii: "+") ? 1 : -1)
-      index += 6
+      offset = (hours * 60 + minutes) * 60 * (b[index] == UInt8(ascii: "-") ? -1 : 1)
     default:
       return nil
     }
-    guard index == b.count else { return nil }
-    let days = Self.days(fromCivil: year, month, day)
-    let seconds = Int64(days) * 86400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
-    microseconds = seconds * 1_000_000 + Int64(micros)
+    let leap = second == 60
+    let secondOfDay = Int64(hour * 3600 + minute * 60 + (leap ? 59 : second))
+    let seconds = days * 86400 + secondOfDay - Int64(offset)
+    microseconds = seconds * 1_000_000 + Int64(leap ? 999_999 : micros)
+  }
+
+  /// The calendar date and time of day in UTC shifted by `offsetSeconds` (e.g. a local
+  /// time zone's offset), for display.
+  public func civil(offsetSeconds: Int64 = 0) -> (
+    year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, microsecond: Int
+  ) {
+    let shifted = microseconds + offsetSeconds * 1_000_000
+    let seconds = shifted >= 0 ? shifted / 1_000_000 : (shifted - 999_999) / 1_000_000
+    let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
+    let secondOfDay = Int(seconds - days * 86400)
+    let (year, month, day) = Self.civil(fromDays: Int(days))
+    return (
+      year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60,
+      Int(shifted - seconds * 1_000_000)
+    )
+  }
+
+  static func daysIn(month: Int, year: Int) -> Int {
+    switch month {
+    case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+    case 4, 6, 9, 11: 30
+    default: 31
+    }
   }
 
   /// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
