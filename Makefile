@@ -6,7 +6,7 @@ STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb clean
+.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e clean
 
 all: build
 
@@ -25,7 +25,7 @@ release: setup
 run: release
 	scripts/run-demo.sh
 
-test: setup-test lint unit integration autobahn fuzz
+test: setup-test lint unit integration autobahn fuzz e2e
 	@echo "make test: all green"
 
 lint:
@@ -60,5 +60,15 @@ fuzz:
 deb: setup
 	scripts/build-deb.sh
 
+# The .deb in a clean Debian 12 tree booted with systemd-nspawn: install, start, send,
+# reload, kill -9, watchdog, socket activation, credentials, purge (needs root).
+e2e:
+	Tests/e2e/run.sh
+
 clean:
 	rm -rf .build .cache/autobahn-reports
+
+# The benchmark suite of issue 6 (not part of make test): chatlinkd against Go and Python peers.
+.PHONY: bench
+bench:
+	bench/run.sh

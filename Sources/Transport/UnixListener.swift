@@ -81,7 +81,11 @@ public final class UnixListener {
       Glibc.close(fd)
       throw error
     }
-    if let group, chown(path, UInt32.max, group) != 0 {
+    // Only chown when the group differs: a hardened unit forbids chown (@chown), and there the
+    // socket already has the service's group.
+    var info = stat()
+    let currentGroup = stat(path, &info) == 0 ? info.st_gid : UInt32.max
+    if let group, group != currentGroup, chown(path, UInt32.max, group) != 0 {
       let error = SystemError.last("chown \(path)")
       Glibc.close(fd)
       throw error

@@ -59,5 +59,8 @@ do {
   let daemon = try Daemon(options: options)
   exit(try daemon.run())
 } catch {
-  fail("\(error)", code: 1)
+  // Through the logger, so journald records it at priority crit with its fields and
+  // `journalctl -p err -u chatlinkd` shows why the service did not start.
+  Logger(label: "chatlinkd").critical("cannot start", ["error": "\(error)"])
+  exit(1)
 }
