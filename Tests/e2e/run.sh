@@ -681,6 +681,19 @@ check_analyze() {
   [ -z "$reason" ]
 }
 
+check_reinstall() {
+  # An admin's edit of the conffile survives reinstalling (or upgrading) the package, and the
+  # service keeps running with it.
+  ctsh "echo '# edited by the admin (e2e)' >>/etc/chatlink/chatlinkd.conf"
+  ct sh -c "cd /root && apt install -y --reinstall -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold ./$deb_name" ||
+    why "apt install --reinstall failed"
+  ct grep -q "edited by the admin (e2e)" /etc/chatlink/chatlinkd.conf || why "the modified conffile was replaced"
+  local state
+  state=$(ct systemctl is-active chatlinkd.service) || true
+  [ "$state" = active ] || why "chatlinkd.service is $state after the reinstall"
+  [ -z "$reason" ]
+}
+
 check_remove() {
   ct apt remove -y chatlink || why "apt remove failed"
   ct dpkg -s chatlink | grep '^Status:' || true
@@ -753,6 +766,7 @@ run 9 "watchdog" check_watchdog
 run 10 "socket activation" check_socket
 run 11 "token as a credential, never shown" check_token
 run 12 "systemd-analyze security <= 2.0 and verify clean" check_analyze
+run 12b "reinstall keeps a modified conffile" check_reinstall
 run 13 "apt remove keeps state, apt purge removes it" check_remove
 
 # The container's journal, for the logs.
