@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make bench`: ChatLink's benchmark suite (issue 6), not part of `make test`.
+#
+#   bench/run.sh                  the full run (about 10 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 2 minutes
+#   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle)
+#   BENCH_REPS=5                  more interleaved repetitions (default 3)
+#   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
+#
+# Builds chatlinkd, chatlinkctl and chatlink-devserver in release mode with the Swift runtime
+# linked statically (in .cache/bench/build, apart from the normal .build), and the Go peer on
+# Debian's gorilla/websocket; then runs bench/bench.py. Everything listens on 127.0.0.1 only;
+# every process it starts is stopped at exit. Results: stdout and .cache/bench/results-*.md.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+cache="$repo/.cache/bench"
+mkdir -p "$cache/bin" "$cache/logs"
+
+python="$repo/.venv/bin/python"
+if [ ! -x "$python" ] || ! "$python" -c "import websockets, varlink" 2>/dev/null; then
+  echo "bench: $repo/.venv lacks websockets/varlink; run scripts/setup.sh --test first" >&2
+  exit 2
+fi
+if ! command -v go >/dev/null || [ ! -d /usr/share/gocode/src/github.com/gorilla/websocket ]; then
+  echo "bench: installing the Go peer's packages (golang, golang-github-gorilla-websocket-dev)" >&2
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y --no-install-recommends golang golang-github-gorilla-websocket-dev >&2
+fi
+
+echo "bench: building the static release binaries in .cache/bench/build" >&2
+for product in chatlinkd chatlinkctl chatlink-devserver; do
+  swift build -c release --static-swift-stdlib --scratch-path "$cache/build" --product "$product" \
+    >"$cache/logs/build-$product.log" 2>&1 || { cat "$cache/logs/build-$product.log" >&2; exit 1; }
+done
+
+echo "bench: building the Go peer" >&2
+# GOPATH mode on Debian's source packages: no module download, no network.
+GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE="$cache/go-cache" \
+  go build -o "$cache/bin/chatbench-go" ./bench/peers/go/
+
+"$python" bench/bench.py &
+bench=$!
+trap 'kill $bench 2>/dev/null || true; wait $bench 2>/dev/null || true' EXIT INT TERM
+status=0
+wait $bench || status=$?
+trap - EXIT INT TERM
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+  bench/profile.sh || status=$?
+fi
+exit $status

@@ -1,0 +1,265 @@
+"""The benchmark's message source: a minimal WebSocket server that sends pre-encoded frames.
+
+    source.py flood BLOB            send the frames in BLOB (built by `build_flood`) at once
+    source.py paced RATE BURST SECONDS SIZE
+                                    send RATE messages/s in bursts of BURST, each stamped with
+                                    CLOCK_MONOTONIC nanoseconds ("sent_ns") taken before its burst
+                                    is encoded and written (so latencies err high), for SECONDS
+
+It listens on 127.0.0.1:0 and serves exactly one client. Everything it reports is one JSON object
+per stdout line: {"port": P}, {"connected": T} once the 101 response is written (T is
+time.monotonic(), the system-wide CLOCK_MONOTONIC), {"sent": T, "bytes": B} when the last frame
+is handed to the kernel, {"closed": T}. A reader thread answers pings (between whole chunks of
+frames, so frames never interleave) and the close handshake.
+
+The flood is encoded before the client connects and written with sendall() in 1 MiB chunks, so
+the source costs a few kernel copies per MiB; the drain-only baseline shows how far above every
+client it is. permessage-deflate is accepted only for a blob built compressed (context takeover,
+one deflate stream with a sync flush per message, as RFC 7692 servers send).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CHUNK = 1 << 20
+BLOB_VERSION = 2
+
+WORDS = (
+    "the deploy build is green red failed passed merged review please check ticket ops db web api "
+    "cache queue worker cron alert page on-call lunch coffee standup retro sprint release notes "
+    "hotfix rollback canary metrics latency error budget incident postmortem thanks ok lgtm ship it "
+    "tomorrow today soon now later morning meeting room link doc draft final v2 v3 branch main"
+).split()
+
+
+def frame(payload: bytes, compressed: bool = False) -> bytes:
+    """A final, unmasked server frame (text)."""
+    first = 0x81 | (0x40 if compressed else 0)
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", first, n)
+    elif n < 1 << 16:
+        head = struct.pack("!BBH", first, 126, n)
+    else:
+        head = struct.pack("!BBQ", first, 127, n)
+    return head + payload
+
+
+def flood_messages(n: int, size: int):
+    """n envelope messages of about `size` bytes, with chat-like text that compresses like chat."""
+    rng = random.Random(42)
+    texts = []
+    for _ in range(1000):
+        words = []
+        while sum(len(w) + 1 for w in words) < max(8, size - 120):
+            words.append(rng.choice(WORDS))
+        texts.append(" ".join(words))
+    for i in range(n):
+        text = f"#{i:07d} {texts[i % 1000]}"
+        yield (
+            '{"event":"message","data":{"room_id":1,"message":"%s","sender":"user-%d",'
+            '"time":"2026-12-02T12:%02d:%02d.%06dZ"}}'
+            % (text, i % 50, (i // 60_000_000) % 60, (i // 1_000_000) % 60, i % 1_000_000)
+        ).encode()
+
+
+def build_flood(n: int, size: int, deflate: bool, directory: Path) -> Path:
+    """Encodes the flood once into directory/flood-…bin (cached); returns its path."""
+    path = directory / f"flood-v{BLOB_VERSION}-{n}-{size}{'-deflate' if deflate else ''}.bin"
+    if path.exists():
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    out = bytearray()
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15) if deflate else None
+    for payload in flood_messages(n, size):
+        if compressor:
+            body = compressor.compress(payload) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            out += frame(body[:-4], compressed=True)  # RFC 7692 §7.2.1: drop 00 00 ff ff
+        else:
+            out += frame(payload)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(out)
+    os.replace(tmp, path)
+    return path
+
+
+def chunk_ends(blob: memoryview) -> list[int]:
+    """Offsets that end whole frames, about CHUNK apart."""
+    ends, offset, start = [], 0, 0
+    while offset < len(blob):
+        length = blob[offset + 1] & 0x7F
+        header = 2
+        if length == 126:
+            length, header = struct.unpack_from("!H", blob, offset + 2)[0], 4
+        elif length == 127:
+            length, header = struct.unpack_from("!Q", blob, offset + 2)[0], 10
+        offset += header + length
+        if offset - start >= CHUNK:
+            ends.append(offset)
+            start = offset
+    if not ends or ends[-1] != len(blob):
+        ends.append(len(blob))
+    return ends
+
+
+def report(**fields) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+class Connection:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def handshake(self, accept_deflate: bool) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed during the handshake")
+            head += chunk
+        lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers.setdefault(name.strip().lower(), []).append(value.strip())
+        key = headers["sec-websocket-key"][0].encode()
+        accept = base64.b64encode(hashlib.sha1(key + GUID).digest()).decode()
+        offered = ",".join(headers.get("sec-websocket-extensions", []))
+        extension = ""
+        if accept_deflate:
+            if "permessage-deflate" not in offered:
+                raise ConnectionError("the blob is compressed but the client offers no deflate")
+            extension = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+        self.sock.sendall(
+            (
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Accept: {accept}\r\n{extension}\r\n"
+            ).encode()
+        )
+
+    def send(self, data) -> None:
+        with self.lock:
+            self.sock.sendall(data)
+
+    def read_loop(self) -> None:
+        """Answers pings and the close handshake; discards everything else."""
+        buffer = bytearray()
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                while len(buffer) >= 2:
+                    opcode, length = buffer[0] & 0x0F, buffer[1] & 0x7F
+                    masked = buffer[1] & 0x80
+                    header = 2
+                    if length == 126:
+                        if len(buffer) < 4:
+                            break
+                        length, header = struct.unpack_from("!H", buffer, 2)[0], 4
+                    elif length == 127:
+                        if len(buffer) < 10:
+                            break
+                        length, header = struct.unpack_from("!Q", buffer, 2)[0], 10
+                    total = header + (4 if masked else 0) + length
+                    if len(buffer) < total:
+                        break
+                    payload = bytes(buffer[header + (4 if masked else 0) : total])
+                    if masked:
+                        mask = buffer[header : header + 4]
+                        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+                    del buffer[:total]
+                    if opcode == 0x9:
+                        self.send(bytes([0x8A, len(payload)]) + payload)  # pong, same payload
+                    elif opcode == 0x8:
+                        self.send(bytes([0x88, len(payload[:2])]) + payload[:2])
+                        return
+        except OSError:
+            return
+        finally:
+            self.closed.set()
+
+
+def serve(accept_deflate: bool, body) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    report(port=listener.getsockname()[1])
+    sock, _ = listener.accept()
+    listener.close()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    connection = Connection(sock)
+    connection.handshake(accept_deflate)
+    report(connected=time.monotonic())
+    threading.Thread(target=connection.read_loop, daemon=True).start()
+    try:
+        body(connection)
+    except OSError as error:
+        report(error=str(error))
+    connection.closed.wait()
+    report(closed=time.monotonic())
+
+
+def flood(blob_path: str) -> None:
+    blob = memoryview(Path(blob_path).read_bytes())
+    ends = chunk_ends(blob)
+
+    def body(connection: Connection) -> None:
+        start = 0
+        for end in ends:
+            connection.send(blob[start:end])
+            start = end
+        report(sent=time.monotonic(), bytes=len(blob))
+
+    serve(blob_path.endswith("-deflate.bin"), body)
+
+
+def paced(rate: int, burst: int, seconds: float, size: int) -> None:
+    interval = burst / rate
+    bursts = int(seconds / interval)
+    template = (
+        '{"event":"message","data":{"room_id":1,"message":"latency probe %%07d %s",'
+        '"sender":"bench","sent_ns":%%d}}'
+    )
+    template = template % ("p" * max(0, size - len(template % ("",)) - 20))
+
+    def body(connection: Connection) -> None:
+        index = 0
+        start = time.monotonic() + 0.2  # let the client finish its own start (join, ping)
+        for k in range(bursts):
+            delay = start + k * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            stamp = time.monotonic_ns()
+            frames = []
+            for _ in range(burst):
+                index += 1
+                frames.append(frame((template % (index, stamp)).encode()))
+            connection.send(b"".join(frames))
+        report(sent=time.monotonic(), messages=index)
+
+    serve(False, body)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "flood":
+        flood(sys.argv[2])
+    elif mode == "paced":
+        paced(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]))
+    else:
+        sys.exit(f"source.py: unknown mode {mode!r}")
