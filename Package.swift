@@ -22,7 +22,7 @@ let package = Package(
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
-    .target(name: "WebSocket", dependencies: ["CZlib", "COpenSSL"], swiftSettings: strict),
+    .target(name: "WebSocket", dependencies: ["CZlib", "COpenSSL", "JSON"], swiftSettings: strict),
     // sd-event wrapper, sd_notify, journald logging.
     .target(name: "EventLoop", dependencies: ["CSystemd"], swiftSettings: strict),
     // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.
@@ -35,7 +35,7 @@ let package = Package(
 
     // JSON: a validating scanner for hot paths, escaping, and a small value tree.
     .target(
-      name: "JSON", dependencies: ["WebSocket"], swiftSettings: strict,
+      name: "JSON", dependencies: [], swiftSettings: strict,
       linkerSettings: [.linkedLibrary("m")]),
     // The Varlink wire format and ChatLink's interface description, shared by daemon and ctl.
     .target(name: "Varlink", dependencies: ["JSON"], swiftSettings: strict),

@@ -126,17 +126,28 @@ public final class ChatLinkClient {
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
+    // Requests go out in batches of `batch` per write, with at most `window` unanswered.
     var inFlight = 0
-    let window = 256
+    let window = 1024
+    let batch = 128
+    var pending: [UInt8] = []
+    var queued = 0
     for text in texts {
       let parameters = JSONValue.object(["room": room.map(JSONValue.string), "text": .string(text)])
-      try connection.send(VarlinkCall(method: method + "Send", parameters: parameters))
+      pending += VarlinkCall(method: method + "Send", parameters: parameters).encoded
+      queued += 1
       inFlight += 1
-      if inFlight >= window {
-        onReceipt(SendReceipt(try connection.receive().parameters))
-        inFlight -= 1
+      if queued == batch {
+        try connection.write(pending)
+        pending.removeAll(keepingCapacity: true)
+        queued = 0
+        while inFlight > window {
+          onReceipt(SendReceipt(try connection.receive().parameters))
+          inFlight -= 1
+        }
       }
     }
+    if !pending.isEmpty { try connection.write(pending) }
     while inFlight > 0 {
       onReceipt(SendReceipt(try connection.receive().parameters))
       inFlight -= 1

@@ -1,5 +1,3 @@
-import WebSocket
-
 /// A validating, non-allocating JSON scanner (RFC 8259) that also picks out a few fields.
 ///
 /// Every inbound frame passes through here, so it walks the bytes once, builds no tree, and

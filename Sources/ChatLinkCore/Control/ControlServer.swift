@@ -16,7 +16,7 @@ public final class ControlServer {
   /// Connections served at once; more are refused.
   public static let connectionLimit = 1024
 
-  private let loop: EventLoop
+  let loop: EventLoop
   private var listener: UnixListener?
   private var connections: [ObjectIdentifier: ControlConnection] = [:]
   private let trustedGroup: UInt32?
@@ -148,6 +148,7 @@ public final class ControlConnection: ByteStreamDelegate {
   /// Answers a request that cannot be parsed, then closes: the stream cannot be trusted.
   private func fail(_ error: VarlinkError) {
     send(VarlinkReply(error).encoded)
+    flushOutput()
     close()
   }
 
@@ -162,13 +163,32 @@ public final class ControlConnection: ByteStreamDelegate {
     send(reply.encoded)
   }
 
+  /// Replies made in one loop iteration leave in one write: a client pipelining thousands of
+  /// sends would otherwise cost one send(2) per reply.
+  private var output: [UInt8] = []
+  private var flushPosted = false
+
   private func send(_ bytes: [UInt8]) {
     guard !closing else { return }
-    stream.write(bytes)
-    if stream.pendingWriteCount > ControlServer.outputLimit {
-      server.dropped(self, reason: "\(stream.pendingWriteCount) bytes of replies unread")
+    output += bytes
+    if stream.pendingWriteCount + output.count > ControlServer.outputLimit {
+      server.dropped(
+        self, reason: "\(stream.pendingWriteCount + output.count) bytes of replies unread")
       close()
+      return
     }
+    guard !flushPosted else { return }
+    flushPosted = true
+    server.loop.post { [weak self] in
+      self?.flushPosted = false
+      self?.flushOutput()
+    }
+  }
+
+  private func flushOutput() {
+    guard !closing, !output.isEmpty else { return }
+    stream.write(output)
+    output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
   }
 
   public func streamDidDrain(_ stream: any ByteStream) {}

@@ -77,7 +77,7 @@ public enum HistoryReader {
         var cursor = chunk.count
         if cursor > 0 && chunk[cursor - 1] == 0x0A { cursor -= 1 }
         while cursor > 0 {
-          let previous = chunk[..<cursor].lastIndex(of: 0x0A)
+          let previous = Self.lastNewline(in: chunk, before: cursor)
           if previous == nil && start > 0 {
             carry = Array(chunk[..<cursor]) + [0x0A]
             break
@@ -114,13 +114,34 @@ public enum HistoryReader {
 
   private enum Match { case yes, no, stop }
 
+  /// The scan for line ends is most of the work for a rare room: a raw pointer loop, eight
+  /// bytes at a time where no newline can be.
+  private static func lastNewline(in chunk: [UInt8], before end: Int) -> Int? {
+    chunk.withUnsafeBytes { raw -> Int? in
+      guard let base = raw.baseAddress, end > 0 else { return nil }
+      var i = end
+      while i >= 8 {
+        let word = base.loadUnaligned(fromByteOffset: i - 8, as: UInt64.self)
+        // Has-zero-byte trick on word XOR 0x0A0A…: a lane equal to '\n' becomes zero.
+        let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
+        if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+        i -= 8
+      }
+      while i > 0 {
+        i -= 1
+        if base.load(fromByteOffset: i, as: UInt8.self) == 0x0A { return i }
+      }
+      return nil
+    }
+  }
+
   private static let roomKey = Array(#""room":"#.utf8)
   private static let timeKey = Array(#""time":""#.utf8)
 
   private static func match(
     _ line: ArraySlice<UInt8>, query: HistoryQuery, roomJSON: [UInt8]?, sinceTime: [UInt8]?
   ) -> Match {
-    guard let seq = Array(line).withUnsafeBytes({ StoreRecord.seq(ofLine: $0) }) else { return .no }
+    guard let seq = line.withUnsafeBytes({ StoreRecord.seq(ofLine: $0) }) else { return .no }
     // Lines are in seq order, so once below the bound nothing older can match.
     if let since = query.sinceSeq, seq <= since { return .stop }
     if let sinceTime {
@@ -132,7 +153,7 @@ public enum HistoryReader {
       guard let start = find(roomKey, in: line) else { return .no }
       let valueStart = start + roomKey.count
       let valueEnd = valueStart + roomJSON.count
-      guard valueEnd < line.endIndex, Array(line[valueStart..<valueEnd]) == roomJSON,
+      guard valueEnd < line.endIndex, line[valueStart..<valueEnd].elementsEqual(roomJSON),
         line[valueEnd] == UInt8(ascii: ",")
       else { return .no }
     }
@@ -154,7 +175,7 @@ public enum HistoryReader {
     let end = min(line.endIndex, line.startIndex + 160)
     var i = line.startIndex
     while i + key.count <= end {
-      if line[i] == key[0] && Array(line[i..<(i + key.count)]) == key { return i }
+      if line[i] == key[0] && line[i..<(i + key.count)].elementsEqual(key) { return i }
       i += 1
     }
     return nil
