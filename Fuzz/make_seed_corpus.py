@@ -1,23 +1,38 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of Fuzz/WebSocketFuzzer.swift into Fuzz/corpus/websocket/.
+"""Writes the seed corpora of the fuzz targets, and the dictionaries of the new ones.
 
-Every seed is: mode, flags A, flags B, flags C, chunk seed, then the payload (see the header
-comment of WebSocketFuzzer.swift for what the flags mean in each mode). The script is
-deterministic: running it again rewrites the same files, so the corpus can be reviewed as
-code. Python 3 standard library only.
+  Fuzz/corpus/websocket/  Fuzz/WebSocketFuzzer.swift: mode, flags A, flags B, flags C, chunk
+                          seed, then the payload
+  Fuzz/corpus/varlink/    Fuzz/VarlinkFuzzer.swift: mode, flags A, flags B, then the payload
+  Fuzz/corpus/config/     Fuzz/ConfigFuzzer.swift: mode, flags A, flags B, then the payload
+  Fuzz/varlink.dict, Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
+
+(see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
+are generated from the interface description in Sources/Varlink/ChatLinkInterface.swift (a
+valid call of every method, a reply of every method and every error), the config seeds from
+the shipped config/chatlinkd.conf; re-run the script when either changes.
+
+The script is deterministic: running it again rewrites the same files, so the corpora can be
+reviewed as code. Files named crash-* are never touched: they are the inputs that found bugs,
+added by hand (see Fuzz/README.md), and stay in the corpus for good. Python 3 standard library
+only.
 
     python3 Fuzz/make_seed_corpus.py
 """
 
 import hashlib
+import json
 import os
 import random
+import re
 import struct
 import sys
 import zlib
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent / "corpus" / "websocket"
+FUZZ = Path(__file__).resolve().parent
+ROOT = FUZZ.parent
+OUT = FUZZ / "corpus" / "websocket"
 
 RAW, CONN, HTTP, UTF8, DEFLATE, SERVER = range(6)
 
@@ -293,6 +308,530 @@ def server_seeds() -> None:
          SRV_B, 1, chunks=1)
 
 
+# MARK: - Varlink (Fuzz/VarlinkFuzzer.swift)
+
+V_FRAMER, V_MESSAGE, V_STRING, V_BUILT, V_EQUALITY = range(5)
+# Index into the fuzzer's framerLimits = [0, 1, 2, 16, 100, 1024, 4096, 65536].
+V_LIMIT_0, V_LIMIT_2, V_LIMIT_16, V_LIMIT_100, V_LIMIT_1K, V_LIMIT_64K = 0, 2, 3, 4, 5, 7
+# Key sets of the per-message checks (keySet in the fuzzer).
+KEYS_NONE, KEYS_ENVELOPE, KEYS_VARLINK, KEYS_OUTBOX, KEYS_ESCAPED, KEYS_BAD_NESTED = range(6)
+KEYS_OWN = 6
+
+varlink_seeds: dict[str, bytes] = {}
+
+
+def vseed(name: str, mode: int, payload: bytes, a: int = 0, b: int = 0) -> None:
+    assert name not in varlink_seeds, name
+    data = bytes([mode, a & 0xFF, b & 0xFF]) + payload
+    assert len(data) <= 70000, (name, len(data))
+    varlink_seeds[name] = data
+
+
+def stream(name: str, *messages: bytes | dict, limit: int = V_LIMIT_64K,
+           keys: int = KEYS_VARLINK, chunks: int = 0, nul: bool = True) -> None:
+    """Mode 0: NUL-terminated messages through the framer (the last without NUL if not nul)."""
+    wire = b"".join(
+        (m if isinstance(m, bytes) else compact(m)) + b"\x00" for m in messages)
+    if not nul:
+        wire = wire[:-1]
+    vseed(name, V_FRAMER, wire, limit | keys << 3, chunks)
+
+
+def message(name: str, text: bytes | str, keys: int = KEYS_OWN) -> None:
+    """Mode 1: one message, no framing."""
+    vseed(name, V_MESSAGE, text.encode() if isinstance(text, str) else text, keys)
+
+
+def compact(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def interface() -> tuple[dict, dict, dict]:
+    """Methods, types and errors of io.chatlink.Daemon, read from ChatLinkInterface.swift."""
+    source = (ROOT / "Sources" / "Varlink" / "ChatLinkInterface.swift").read_text()
+    text = source.split('public static let description = """', 1)[1].split('"""', 1)[0]
+    # Comments out, and each declaration on one line.
+    text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    text = re.sub(r"\s+", " ", text)
+
+    def fields(body: str) -> list[tuple[str, str]]:
+        out = []
+        for part in body.split(","):
+            part = part.strip()
+            if part:
+                name, kind = (x.strip() for x in part.split(":", 1))
+                out.append((name, kind))
+        return out
+
+    types = {m[0]: fields(m[1]) for m in re.findall(r"type (\w+) \(([^)]*)\)", text)}
+    methods = {m[0]: (fields(m[1]), fields(m[2]))
+               for m in re.findall(r"method (\w+)\(([^)]*)\) -> \(([^)]*)\)", text)}
+    errors = {m[0]: fields(m[1]) for m in re.findall(r"error (\w+) \(([^)]*)\)", text)}
+    assert methods and types and errors, "cannot read the interface description"
+    return methods, types, errors
+
+
+def sample(kind: str, types: dict, name: str = ""):
+    """A plausible value of a Varlink type."""
+    if kind.startswith("?"):
+        return sample(kind[1:], types, name)
+    if kind.startswith("[]"):
+        return [sample(kind[2:], types, name), sample(kind[2:], types, name + "2")]
+    if kind == "string":
+        return {"room": "7", "id": "c-42", "time": "2026-12-02T13:41:59.123Z",
+                "since_time": "2026-12-01T00:00:00Z", "state": "open",
+                "text": "héllo ✓ \"quoted\"\n"}.get(name, name or "x")
+    if kind == "int":
+        return {"limit": 100, "since_seq": 41, "code": 1000}.get(name, 3)
+    if kind == "float":
+        return 0.25
+    if kind == "bool":
+        return True
+    if kind == "object":
+        return {"seq": 42, "room_id": "7", "data": {"message": "hi", "sender": "bob"}}
+    return {field: sample(sub, types, field) for field, sub in types[kind]}
+
+
+def varlink_seeds_all() -> None:
+    methods, types, errors = interface()
+    calls = []
+    for method, (params, outs) in sorted(methods.items()):
+        full = f"io.chatlink.Daemon.{method}"
+        every = {name: sample(kind, types, name) for name, kind in params}
+        required = {name: sample(kind, types, name) for name, kind in params
+                    if not kind.startswith("?")}
+        call = {"method": full}
+        if every:
+            call["parameters"] = every
+        calls.append(call)
+        stream(f"call-{method}", call)
+        if required != every:
+            stream(f"call-{method}-required-only", {"method": full, "parameters": required})
+        stream(f"call-{method}-more", dict(call, more=True))
+        stream(f"call-{method}-oneway-chunked", dict(call, oneway=True), chunks=0x05)
+        reply = {"parameters": {name: sample(kind, types, name) for name, kind in outs}}
+        stream(f"reply-{method}", reply, keys=KEYS_OWN)
+        if method in ("Send", "Subscribe"):
+            stream(f"reply-{method}-continues", dict(reply, continues=True), keys=KEYS_OWN)
+        message(f"msg-call-{method}", compact(call), keys=KEYS_VARLINK)
+    for error, params in sorted(errors.items()):
+        stream(f"reply-error-{error}",
+               {"error": f"io.chatlink.Daemon.{error}",
+                "parameters": {name: sample(kind, types, name) for name, kind in params}})
+    for error in ("InterfaceNotFound", "MethodNotFound", "MethodNotImplemented",
+                  "InvalidParameter", "PermissionDenied"):
+        stream(f"reply-error-service-{error}",
+               {"error": f"org.varlink.service.{error}",
+                "parameters": {"parameter": "room", "reason": "empty"}
+                if error == "InvalidParameter" else {"method": "x.y"}})
+    stream("call-service-GetInfo", {"method": "org.varlink.service.GetInfo"})
+    stream("call-service-GetInterfaceDescription",
+           {"method": "org.varlink.service.GetInterfaceDescription",
+            "parameters": {"interface": "io.chatlink.Daemon"}})
+    # Pipelined: every call in one write, then byte by byte, then in random chunks.
+    stream("pipeline-all-calls", *calls)
+    stream("pipeline-all-calls-bytewise", *calls[:4], chunks=1)
+    stream("pipeline-all-calls-chunked", *calls, chunks=0x0B)
+    stream("pipeline-pretty-printed", *(json.dumps(c, indent=2).encode() for c in calls[:3]),
+           chunks=0x2A)
+    # Framing: missing NUL, empty messages, limits.
+    stream("frame-missing-nul", {"method": "io.chatlink.Daemon.Ping"}, nul=False)
+    stream("frame-empty-messages", b"", b"", {"method": "io.chatlink.Daemon.Ping"}, b"")
+    stream("frame-limit-0", b"", b"x", limit=V_LIMIT_0)
+    stream("frame-limit-2-exact", b"ab", b"cd", b"efg", limit=V_LIMIT_2, chunks=1)
+    stream("frame-limit-16-tail", b"{}", b"x" * 20, limit=V_LIMIT_16, nul=False, chunks=0x07)
+    stream("frame-limit-100-second", compact({"method": "a.b"}), b"[" * 50 + b"]" * 50 + b"1",
+           limit=V_LIMIT_100)
+    stream("frame-over-64k", b"{\"method\":\"a.b\",\"parameters\":{\"text\":\"" + b"a" * 65536
+           + b"\"}}", limit=V_LIMIT_64K, chunks=0x03)
+    # Requests the decoder must refuse, each for its own reason.
+    refused = {
+        "not-json": b"GET / HTTP/1.1\r\n\r\n",
+        "not-object": b"[\"io.chatlink.Daemon.Ping\"]",
+        "no-method": b"{\"parameters\":{}}",
+        "empty-method": b"{\"method\":\"\"}",
+        "method-number": b"{\"method\":7}",
+        "parameters-array": b"{\"method\":\"a.b\",\"parameters\":[1]}",
+        "parameters-null": b"{\"method\":\"a.b\",\"parameters\":null}",
+        "more-string": b"{\"method\":\"a.b\",\"more\":\"yes\"}",
+        "oneway-number": b"{\"method\":\"a.b\",\"oneway\":1}",
+        "upgrade-true": b"{\"method\":\"a.b\",\"upgrade\":true}",
+        "upgrade-false": b"{\"method\":\"a.b\",\"upgrade\":false}",
+        "duplicate-method": b"{\"method\":\"a.b\",\"method\":\"io.chatlink.Daemon.Join\"}",
+        "escaped-key": b"{\"\\u006dethod\":\"io.chatlink.Daemon.Ping\",\"m\\u0065thod\":\"x.y\"}",
+        "nul-escape-in-method": b"{\"method\":\"io.chatlink\\u0000.Daemon.Ping\"}",
+    }
+    for name, text in refused.items():
+        stream(f"call-{name}", text)
+        message(f"msg-call-{name}", text, keys=KEYS_VARLINK)
+    # Malformed JSON.
+    malformed = {
+        "truncated": b"{\"method\":\"io.chatlink.Daemon.Se",
+        "trailing-comma": b"{\"a\":1,}",
+        "trailing-comma-array": b"[1,2,]",
+        "single-quotes": b"{'method':'a.b'}",
+        "leading-zero": b"[01]",
+        "minus-alone": b"[-]",
+        "dot-no-digits": b"[1.]",
+        "exponent-no-digits": b"[1e]",
+        "plus-sign": b"[+1]",
+        "bare-word": b"[nul]",
+        "nan-infinity": b"[NaN,Infinity,-Infinity]",
+        "two-values": b"{} {}",
+        "trailing-garbage": b"{\"a\":1}x",
+        "unclosed-string": b"\"abc",
+        "raw-newline-in-string": b"\"a\nb\"",
+        "raw-tab-in-string": b"\"a\tb\"",
+        "control-char": b"\"\x01\"",
+        "colon-missing": b"{\"a\" 1}",
+        "key-not-string": b"{a:1}",
+        "empty": b"",
+        "whitespace-only": b" \t\r\n",
+        "vertical-tab": b"\x0b{}",
+        "nul-inside": b"{\"a\":\x001}",
+        "bom": b"\xef\xbb\xbf{}",
+    }
+    for name, text in malformed.items():
+        message(f"json-bad-{name}", text, keys=KEYS_ENVELOPE)
+    # Valid JSON of every shape.
+    good = {
+        "literals": b"[true,false,null]",
+        "whitespace": b" \t\r\n{ \"a\" : [ 1 , 2 ] , \"b\" : { } }\r\n",
+        "scalars": b"\"top-level string\"",
+        "numbers": b"[0,-0,1.5,-1.5e-3,1E+2,0.0e0,123456789,-9223372036854775808,"
+                   b"9223372036854775807]",
+        "envelope": compact({"event": "message", "data": {"room_id": 7, "message": "hi",
+                                                       "client_id": "c-1", "sender": "bob"}}),
+        "envelope-escaped-keys": b"{\"ev\\u0065nt\":\"message\",\"data\":{\"room\\u005fid\":\"7\"}}",
+        "duplicate-keys": b"{\"a\":1,\"a\":{\"b\":2},\"a\":[3]}",
+        "duplicate-nested": b"{\"event\":\"message\",\"data\":{\"room_id\":\"A\"},"
+                            b"\"data\":{\"message\":\"hi\"}}",
+        "unicode-keys": "{\"é\":1,\"e\\u0301\":2,\"\\u00e9\":3,\"\U0001F600\":4}",
+        "store-record": b"{\"seq\":42,\"time\":\"2026-12-02T13:41:59.123Z\",\"dir\":\"in\","
+                        b"\"room\":\"7\",\"data\":{\"event\":\"message\"}}",
+        "outbox-line": b"{\"op\":\"add\",\"id\":\"c-1\",\"room\":\"7\",\"count\":1,"
+                       b"\"time\":\"2026-12-02T13:41:59Z\",\"text\":\"hi\"}",
+    }
+    for name, text in good.items():
+        message(f"json-{name}", text)
+    message("json-envelope-keys", good["envelope"], keys=KEYS_ENVELOPE)
+    message("json-escaped-keys", "{\"é\":1,\"\\u0000\":2,\"\\\"\":3,\"\\\\\":4,\"a\\/b\":5,"
+            "\"\":6,\"\\ud83d\\ude00\":{\"é\":7,\"/\":8}}", keys=KEYS_ESCAPED)
+    message("json-bad-nested-index", b"{\"data\":{\"room_id\":1}}", keys=KEYS_BAD_NESTED)
+    # Deep nesting: around JSONValue.parse's 64 and the scanner's 128.
+    for depth in (63, 64, 65, 127, 128, 129, 1000):
+        message(f"json-deep-arrays-{depth}", b"[" * depth + b"]" * depth)
+    for depth in (63, 64, 128, 129):
+        message(f"json-deep-objects-{depth}",
+                b"{\"a\":" * depth + b"1" + b"}" * depth, keys=KEYS_OWN | 8)
+    message("json-deep-mixed-64", b"[{\"a\":" * 32 + b"[]" + b"}]" * 32)
+    stream("call-deep-parameters-70", b"{\"method\":\"a.b\",\"parameters\":"
+           + b"{\"p\":" * 70 + b"0" + b"}" * 70 + b"}")
+    # Huge and odd numbers.
+    numbers = {
+        "1e400": b"1e400",
+        "-1e400": b"-1e400",
+        "1e-400": b"1e-400",
+        "2-pow-63": b"9223372036854775808",
+        "2-pow-64": b"18446744073709551616",
+        "-2-pow-63-minus-1": b"-9223372036854775809",
+        "2-pow-53-plus-1": b"9007199254740993",
+        "many-digits": b"1" * 400,
+        "many-fraction-digits": b"0." + b"3" * 400,
+        "subnormal": b"5e-324",
+        "max-double": b"1.7976931348623157e308",
+        "exponent-overflow": b"1e99999999999999999999",
+    }
+    for name, text in numbers.items():
+        message(f"number-{name}", b"[" + text + b"]")
+    stream("call-number-1e400", b"{\"method\":\"io.chatlink.Daemon.History\",\"parameters\":"
+           b"{\"limit\":1e400,\"since_seq\":9223372036854775808}}")
+    # Strings (mode 2: the content between the quotes).
+    strings = {
+        "every-escape": b"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u0041 \\u00e9 \\u20AC",
+        "surrogate-pair": b"\\ud83d\\ude00",
+        "surrogate-pair-upper": b"\\uD834\\uDD1E",
+        "lone-high": b"a\\ud800b",
+        "lone-low": b"\\udc00",
+        "high-high-low": b"\\ud800\\ud800\\udc00",
+        "high-then-escape": b"\\ud800\\n",
+        "high-at-end": b"\\udbff",
+        "nul-escape": b"\\u0000",
+        "bad-escape-x": b"\\x41",
+        "bad-escape-short-u": b"\\u12",
+        "bad-escape-u-nonhex": b"\\u12g4",
+        "backslash-at-end": b"abc\\",
+        "utf8-mixed": "héllo ☃ 𝄞 €uro ß 日本語 \U0010FFFF".encode(),
+        "utf8-overlong": b"\xc0\xaf",
+        "utf8-surrogate": b"\xed\xa0\x80",
+        "utf8-truncated": b"ok \xf0\x9f\x98",
+        "utf8-truncated-before-escape": b"\xe2\x82\\n",
+        "utf8-above-max": b"\xf4\x90\x80\x80",
+        "utf8-lone-continuation": b"\x80",
+        "del-and-c1": "\x7f\u0080\u009f".encode(),
+        "unicode-line-separators": "\u2028\u2029".encode(),
+    }
+    for name, text in strings.items():
+        vseed(f"string-{name}", V_STRING, text)
+    # Built values (mode 3): the bytes drive a generator.
+    rng = random.Random(7)
+    for i in range(6):
+        vseed(f"built-random-{i}", V_BUILT, bytes(rng.getrandbits(8) for _ in range(64 << i)),
+              rng.getrandbits(8), rng.getrandbits(8))
+    vseed("built-doubles", V_BUILT, bytes([4]) + struct.pack(">d", 1e300) + bytes([4])
+          + struct.pack(">d", float("nan")), 0, 0x0F)
+    # Equality and hashing (mode 4): arrays of values that are equal, or nearly.
+    equality = {
+        "int-double": b"[1,1.0,1e0,10e-1,-0,0,0.0]",
+        "big-int-double": b"[9007199254740993,9007199254740992.0,9007199254740992]",
+        "canonical-equivalence": "[\"é\",\"e\\u0301\",\"\\u00e9\",\"\\u212b\",\"\\u00c5\"]"
+                                 .encode(),
+        "objects": b"[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1},{\"a\":1.0,\"b\":2}]",
+        "nested": b"[[1,[2]],[1.0,[2.0]],[1,[2,3]]]",
+    }
+    for name, text in equality.items():
+        vseed(f"equal-{name}", V_EQUALITY, text)
+
+
+VARLINK_DICT = [
+    "{", "}", "[", "]", ":", ",", "\"", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r",
+    "\\t", "\\u", "\\u0000", "\\u00e9", "\\ud83d\\ude00", "\\ud800", "\\udc00", "true",
+    "false", "null", "-", "0", "-0", ".5", "e+", "E-", "1e400", "9223372036854775808",
+    "9007199254740993", "\x00", " ", "\r\n", "\xc3\xa9", "\xed\xa0\x80", "\xf0\x9f\x98\x80",
+    "\xc0\xaf", "\xff", "\"method\":", "\"parameters\":", "\"more\":true", "\"oneway\":true",
+    "\"upgrade\":", "\"continues\":true", "\"error\":", "\"event\":", "\"data\":",
+    "\"room_id\":", "\"client_id\":", "io.chatlink.Daemon.", "org.varlink.service.",
+]
+
+
+def varlink_dict() -> list[str]:
+    methods, types, errors = interface()
+    words = list(VARLINK_DICT)
+    for method, (params, outs) in sorted(methods.items()):
+        words.append(f"\"io.chatlink.Daemon.{method}\"")
+        words += [f"\"{name}\":" for name, _ in params + outs]
+    for error in sorted(errors):
+        words.append(f"\"io.chatlink.Daemon.{error}\"")
+    for fields in types.values():
+        words += [f"\"{name}\":" for name, _ in fields]
+    return list(dict.fromkeys(words))
+
+
+# MARK: - Config (Fuzz/ConfigFuzzer.swift)
+
+C_FILES, C_DEFAULTS, C_SETTING = range(3)
+# Flags A of the defaults mode.
+D_SPACED, D_INDENTED, D_TRAILING, D_CRLF, D_DROPIN, D_CONTINUED, D_COMMENTS, D_DOUBLED = (
+    1 << n for n in range(8))
+D_RESPELL = 1  # flags B
+
+# The fuzzer's settingKeys, in its order (the [Envelope] ones sorted by name).
+ENVELOPE_KEYS = ["EventField", "DataField", "RoomField", "MessageField", "SenderField",
+                 "CountField", "ClientIDField", "JoinEvent", "LeaveEvent", "SendEvent",
+                 "MessageEvent"]
+SETTING_KEYS = [
+    ("Backend", "URL"), ("Backend", "TokenFile"), ("Backend", "Header"),
+    ("Backend", "Subprotocol"), ("Backend", "CAFile"), ("Backend", "Proxy"),
+    ("Backend", "Protocol"), ("Backend", "Rooms"), ("Backend", "Sender"),
+    ("Backend", "PingIntervalSec"), ("Backend", "PongTimeoutSec"),
+    ("Backend", "ConnectTimeoutSec"), ("Backend", "ReconnectMinSec"),
+    ("Backend", "ReconnectMaxSec"), ("Backend", "Compression"), ("Backend", "MaxMessageSize"),
+    ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
+    ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
+    ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
+    ("Daemon", "LogLevel"),
+] + [("Envelope", key) for key in sorted(ENVELOPE_KEYS)]
+
+# Valid and invalid values of every key (mode 2 writes one per seed).
+VALUES = {
+    "URL": (["ws://127.0.0.1:8765/", "wss://chat.example.com/ws?room=7", "ws://[::1]:9001/",
+             "WSS://Host.Example:443", "ws://a:65535?x"],
+            ["http://a/", "ws://", "ws://a:0/", "ws://a:65536/", "ws://u:p@a/", "ws://a/#f",
+             "ws://a b/", "ws://[::1/", "ws://[::1]x/", "wss://:443/", ""]),
+    "TokenFile": (["/etc/chatlink/token", ""], []),
+    "Header": (["Origin: https://example.com", "X-Client:chatlink", "X-Empty:", ""],
+               ["no colon", ": value", "Bad Name: v", "Authorization: Bearer s3cret",
+                "authorization: x", "Host: evil", "Sec-WebSocket-Key: x", "X-A: a\rb"]),
+    "Subprotocol": (["chat.v2 chat.v1", "chat,superchat", ""], ["a/b", "a;b", "\"q\""]),
+    "CAFile": (["/etc/ssl/ca.pem", ""], []),
+    "Proxy": (["http://proxy:3128", "http://[::1]:8080/", "proxy", ""],
+              ["https://proxy:3128", "http://u:p@proxy/", "http://proxy:0", "http://p/x"]),
+    "Protocol": (["envelope", "raw", "RAW"], ["json", ""]),
+    "Rooms": (["7 8, 9", "a,a b", ""], []),
+    "Sender": (["ops-bot", "名前"], [""]),
+    "PingIntervalSec": (["10", "2.5s", "500ms", "1min 30s", "1 h", "7d", "100ms"],
+                        ["soon", "-1", "0", "0.05", "8d", "1e3", "5 parsecs", "1..2", ".", "",
+                         "1" * 400]),
+    "PongTimeoutSec": (["10", "0.1"], ["0.09"]),
+    "ConnectTimeoutSec": (["30s"], ["0s"]),
+    "ReconnectMinSec": (["0.01", "1"], ["0.001", "120"]),
+    "ReconnectMaxSec": (["2min", "60"], ["0.5"]),
+    "Compression": (["yes", "no", "on", "off", "1", "0", "true", "F"], ["maybe", ""]),
+    "MaxMessageSize": (["16M", "1024", "1K", "2G", "1TB"],
+                       ["1023", "16X", "M", "-1K", "99999999999999999999", "9000000T", ""]),
+    "Directory": (["/var/lib/chatlink", "/srv/chat"], ["relative", ""]),
+    "Sync": (["always", "batch", "none", "NONE"], ["sometimes"]),
+    "SyncIntervalMSec": (["50", "60000", "+1"], ["0", "60001", "-5", "5ms"]),
+    "MaxFileSize": (["64M", "4096", "4K"], ["4095", "1K"]),
+    "MaxFiles": (["8", "2", "10000"], ["1", "0", "10001", "two"]),
+    "MaxMessages": (["10000", "1"], ["0", "10000001"]),
+    "Socket": (["/run/chatlink/control.sock", "/" + "s" * 106], ["run/x.sock", "/" + "s" * 107]),
+    "SocketMode": (["0660", "600", "7777", "0"], ["0999", "06600", "rw", ""]),
+    "SocketGroup": (["chatlink", "adm"], [""]),
+    "LogLevel": (["trace", "debug", "info", "notice", "warning", "error", "critical", "DEBUG"],
+                 ["verbose", ""]),
+}
+for _key in ENVELOPE_KEYS:
+    VALUES[_key] = (["channel", "post"], [""])
+
+config_seeds: dict[str, bytes] = {}
+
+
+def cseed(name: str, mode: int, payload: bytes | str, a: int = 0, b: int = 0) -> None:
+    assert name not in config_seeds, name
+    data = bytes([mode, a & 0xFF, b & 0xFF]) + (
+        payload.encode() if isinstance(payload, str) else payload)
+    assert len(data) <= 16384, (name, len(data))
+    config_seeds[name] = data
+
+
+def files(name: str, *texts: str | bytes) -> None:
+    """Mode 0: the main file and up to two drop-ins, separated by NUL."""
+    cseed(name, C_FILES, b"\x00".join(t.encode() if isinstance(t, str) else t for t in texts))
+
+
+BASE = "[Backend]\nURL=ws://127.0.0.1:8765/\n"
+
+
+def config_seeds_all() -> None:
+    shipped = (ROOT / "config" / "chatlinkd.conf").read_text()
+    files("shipped", shipped)
+    files("shipped-crlf", shipped.replace("\n", "\r\n"))
+    files("shipped-with-dropins", shipped, "[Backend]\nRooms=7 8\nHeader=X-A: 1\n",
+          "[Backend]\nRooms=\nRooms=9\nURL=wss://other.example/ws\n[Store]\nSync=always\n")
+    # The defaults mode: none, all, and each way of writing them.
+    cseed("defaults-none", C_DEFAULTS, b"")
+    cseed("defaults-all", C_DEFAULTS, b"\xff" * 8)
+    ways = {"spaced": D_SPACED, "indented": D_INDENTED, "trailing": D_TRAILING,
+            "crlf": D_CRLF, "dropin": D_DROPIN, "continued": D_CONTINUED,
+            "comments": D_COMMENTS, "doubled": D_DOUBLED,
+            "continued-comments": D_CONTINUED | D_COMMENTS,
+            "everything-but-crlf": 0xFF & ~D_CRLF}
+    for name, a in ways.items():
+        cseed(f"defaults-all-{name}", C_DEFAULTS, b"\xff" * 8, a)
+    for i in range(4):
+        cseed(f"defaults-respelled-{i}", C_DEFAULTS, b"\xff" * 8, 0, D_RESPELL | i << 1)
+    cseed("defaults-alternate-bits", C_DEFAULTS, b"\x55" * 8, D_SPACED | D_DROPIN, D_RESPELL)
+    # Every key, with valid and invalid values, in the main file, a drop-in, or both.
+    for index, (section, key) in enumerate(SETTING_KEYS):
+        valid, invalid = VALUES[key]
+        for n, value in enumerate(valid):
+            cseed(f"set-{key}-ok-{n}", C_SETTING, value, index, n % 3)
+        for n, value in enumerate(invalid):
+            cseed(f"set-{key}-bad-{n}", C_SETTING, value, index, n % 3)
+    cseed("set-unknown-index", C_SETTING, "x", len(SETTING_KEYS) + 3)
+    # Syntax: sections, comments, continuation lines, whitespace, line endings.
+    files("syntax-comments", "# comment\n; another\n  # indented\n" + BASE + "#Sender=x\n")
+    files("syntax-continuation", BASE + "Rooms=1 \\\n  2 \\\n# ignored\n; ignored\n  3\n")
+    files("syntax-continuation-at-eof", BASE + "Rooms=1 \\")
+    files("syntax-continuation-into-section", BASE + "Sender=a \\\n[Store]\nSync=none\n")
+    files("syntax-continuation-empty-line", BASE + "Sender=a \\\n\nSync=none\n")
+    files("syntax-continuation-trailing-blank", BASE + "Rooms=a \\\n b \\ \n c\n")
+    files("syntax-continuation-tab", BASE + "Rooms=a\t\\\t\n\tb\n")
+    files("syntax-crlf", BASE.replace("\n", "\r\n") + "Rooms=1 2\r\n")
+    files("syntax-crlf-value", BASE + "Sender=a\r\nb\n")
+    files("syntax-lone-cr", BASE + "Sender=a\rb\nHeader=X-A: a\rb\n")
+    files("syntax-cr-at-eof", BASE + "Sender=a\r")
+    files("syntax-spaces", "  [Backend]  \n\tURL = ws://a/ \t\n Sender\t=\tbob \n")
+    files("syntax-empty", "")
+    files("syntax-no-section", "URL=ws://a/\n")
+    files("syntax-bad-section", "[Backend\nURL=ws://a/\n")
+    files("syntax-empty-section", "[]\n")
+    files("syntax-section-chars", "[Back end]\n", )
+    files("syntax-unknown-section", BASE + "[Nope]\nX=1\n")
+    files("syntax-unknown-key", BASE + "PingInterval=10\n")
+    files("syntax-lowercase-key", BASE + "sender=x\n")
+    files("syntax-no-equals", BASE + "just text\n")
+    files("syntax-empty-key", BASE + "=value\n")
+    files("syntax-key-chars", BASE + "Send-er=x\nSend_er=y\n")
+    files("syntax-value-equals", BASE + "Header=X-A: a=b=c\n")
+    files("syntax-unicode", "[Backend]\nURL=ws://ünïcödé.example/\nSender=é\u0301\u200d🙂\n"
+          "[Envelope]\nRoomField=ру́м\n")
+    files("syntax-combining-after-equals", BASE + "Sender=\u0301x\n")
+    files("syntax-invalid-utf8", BASE.encode() + b"Sender=\xff\xfe\xc0\xaf\n")
+    files("syntax-nul-splits", BASE, "", "[Store]\nMaxFiles=3\n")
+    files("syntax-bom", "\ufeff" + BASE)
+    # Validation across files.
+    files("validate-no-url", "[Store]\nSync=none\n")
+    files("validate-min-over-max", BASE + "ReconnectMinSec=10\nReconnectMaxSec=5\n")
+    files("validate-min-over-max-dropin", BASE + "ReconnectMaxSec=5\n",
+          "[Backend]\nReconnectMinSec=10\n")
+    files("validate-raw-with-rooms", BASE + "Protocol=raw\nRooms=7\n")
+    files("validate-raw-rooms-reset", BASE + "Protocol=raw\nRooms=7\n", "[Backend]\nRooms=\n")
+    files("validate-url-only-in-dropin", "[Store]\nMaxFiles=2\n", BASE)
+    files("validate-error-in-second-dropin", BASE, "[Store]\nMaxFiles=3\n",
+          "[Store]\nMaxFiles=1\n")
+    files("validate-parse-error-after-bad-value", BASE + "MaxFiles=1\n", "[Backend\n")
+    # Drop-ins override in order; list keys append; empty assignments reset.
+    files("dropin-override",
+          BASE + "Rooms=1 2\nHeader=X-A: 1\nSubprotocol=a\nSender=one\n",
+          "[Backend]\nURL=ws://b/\nRooms=\nRooms=3\nHeader=\nSubprotocol=b c\nSender=two\n",
+          "[Backend]\nRooms=3 4 3\nSubprotocol=\nTokenFile=/t\nTokenFile=\n[Daemon]\n"
+          "LogLevel=DEBUG\n")
+    files("dropin-section-does-not-carry", BASE, "Sender=x\n")
+    files("dropin-continuation-does-not-carry", BASE + "Sender=a \\", "b\n")
+
+
+CONFIG_DICT_EXTRA = [
+    "\n", "\r\n", "\r", "\\\n", " \\\n", "\t", " = ", "=", "#", ";", "[", "]", ":", ",",
+    "\x00", "ws://", "wss://", "http://", "[::1]", ":65535", "127.0.0.1", "/", "?", "@", "%",
+    "ms", "min", "s", "h", "d", "usec", "K", "M", "G", "T", "B", "0660", "yes", "no",
+    "envelope", "raw", "always", "batch", "none", "trace", "debug", "info", "critical",
+    "Authorization", "Host", "Sec-WebSocket-Key", "\xc3\xa9", "\xcc\x81", "\xef\xbb\xbf",
+]
+
+
+def config_dict() -> list[str]:
+    words = []
+    for section, key in SETTING_KEYS:
+        words += [f"[{section}]\n", f"{key}="]
+    return list(dict.fromkeys(words + CONFIG_DICT_EXTRA))
+
+
+# MARK: - Writing
+
+def write_corpus(directory: Path, corpus: dict[str, bytes]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.iterdir():
+        if not old.name.startswith("crash-"):
+            old.unlink()
+    for name, data in sorted(corpus.items()):
+        assert not name.startswith("crash-"), name
+        (directory / name).write_bytes(data)
+    digest = hashlib.sha256(b"".join(corpus[n] for n in sorted(corpus))).hexdigest()[:16]
+    kept = sum(1 for f in directory.iterdir() if f.name.startswith("crash-"))
+    print(f"wrote {len(corpus)} seeds to {os.path.relpath(directory)} (sha256 {digest}); "
+          f"kept {kept} crash inputs")
+
+
+def dict_entry(word: str) -> str:
+    """A libFuzzer dictionary line: printable ASCII as is, the rest as \\xNN."""
+    out = []
+    for byte in word.encode():
+        if 0x20 <= byte < 0x7F and byte not in (0x22, 0x5C):
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "\"" + "".join(out) + "\""
+
+
+def write_dict(path: Path, title: str, words: list[str]) -> None:
+    lines = [f"# libFuzzer dictionary for {title}.",
+             "# Generated by Fuzz/make_seed_corpus.py: edit the script, not this file."]
+    path.write_text("\n".join(lines + [dict_entry(w) for w in words]) + "\n")
+    print(f"wrote {len(words)} entries to {os.path.relpath(path)}")
+
+
 def main() -> int:
     raw_seeds()
     conn_seeds()
@@ -300,13 +839,15 @@ def main() -> int:
     utf8_seeds()
     deflate_seeds()
     server_seeds()
-    OUT.mkdir(parents=True, exist_ok=True)
-    for old in OUT.iterdir():
-        old.unlink()
-    for name, data in sorted(seeds.items()):
-        (OUT / name).write_bytes(data)
-    digest = hashlib.sha256(b"".join(seeds[n] for n in sorted(seeds))).hexdigest()[:16]
-    print(f"wrote {len(seeds)} seeds to {os.path.relpath(OUT)} (sha256 {digest})")
+    write_corpus(OUT, seeds)
+    varlink_seeds_all()
+    write_corpus(FUZZ / "corpus" / "varlink", varlink_seeds)
+    write_dict(FUZZ / "varlink.dict", "Fuzz/VarlinkFuzzer.swift: JSON and Varlink tokens",
+               varlink_dict())
+    config_seeds_all()
+    write_corpus(FUZZ / "corpus" / "config", config_seeds)
+    write_dict(FUZZ / "config.dict", "Fuzz/ConfigFuzzer.swift: chatlinkd.conf syntax and keys",
+               config_dict())
     return 0
 
 

@@ -24,7 +24,7 @@ public struct JSONScanner {
   private var depth = 0
   private var lineBreaks = false
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
-  static let maxDepth = 128
+  public static let maxDepth = 128
 
   /// The bytes are known to be UTF-8 (e.g. a WebSocket text message): strings skip the check.
   private let knownUTF8: Bool
@@ -59,6 +59,11 @@ public struct JSONScanner {
       ok = scanner.object { scanner, key, start in
         guard let which = topLevelKeys.firstIndex(where: { scanner.keyEquals(key, $0) }) else {
           return scanner.value()
+        }
+        if which == nestedIn {
+          // The last of duplicate keys wins, as in JSONValue: whatever an earlier occurrence
+          // held must not be reported as if this one held it.
+          for i in result.nested.indices { result.nested[i] = nil }
         }
         if which == nestedIn && scanner.peek == UInt8(ascii: "{") {
           guard

@@ -17,7 +17,9 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     case (.bool(let a), .bool(let b)): a == b
     case (.int(let a), .int(let b)): a == b
     case (.double(let a), .double(let b)): a == b
-    case (.int(let a), .double(let b)), (.double(let b), .int(let a)): Double(a) == b
+    // Exact comparison: `Double(a) == b` would make 2^53 + 1 equal 2^53 as a double, which
+    // equals the integer 2^53, and equality would stop being transitive.
+    case (.int(let a), .double(let b)), (.double(let b), .int(let a)): Int64(exactly: b) == a
     case (.string(let a), .string(let b)): a == b
     case (.array(let a), .array(let b)): a == b
     case (.object(let a), .object(let b)):
@@ -26,8 +28,40 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// Hashes structurally, consistent with `==`: numbers equal across `.int` and `.double`
+  /// hash alike, and strings hash as Swift strings (by canonical equivalence), not by bytes.
   public func hash(into hasher: inout Hasher) {
-    hasher.combine(description)
+    switch self {
+    case .null: hasher.combine(0 as UInt8)
+    case .bool(let b):
+      hasher.combine(1 as UInt8)
+      hasher.combine(b)
+    case .int(let i):
+      hasher.combine(2 as UInt8)
+      hasher.combine(i)
+    case .double(let d):
+      if let i = Int64(exactly: d) {
+        hasher.combine(2 as UInt8)
+        hasher.combine(i)
+      } else {
+        hasher.combine(3 as UInt8)
+        hasher.combine(d)
+      }
+    case .string(let s):
+      hasher.combine(4 as UInt8)
+      hasher.combine(s)
+    case .array(let items):
+      hasher.combine(5 as UInt8)
+      hasher.combine(items.count)
+      for item in items { item.hash(into: &hasher) }
+    case .object(let members):
+      hasher.combine(6 as UInt8)
+      hasher.combine(members.count)
+      for member in members {
+        hasher.combine(member.key)
+        member.value.hash(into: &hasher)
+      }
+    }
   }
 
   /// Builds an object from pairs, leaving out nil values.
@@ -93,8 +127,12 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     case .double(let d):
       if d.isFinite {
         out += Array((Int64(exactly: d).map { String($0) } ?? String(d)).utf8)
-      } else {
+      } else if d.isNaN {
         out += Array("null".utf8)
+      } else {
+        // A number beyond Double's range (1e400) parses to infinity; written as 1e999 it
+        // stays valid JSON and parses back to the same value, so a round trip is faithful.
+        out += Array((d < 0 ? "-1e999" : "1e999").utf8)
       }
     case .string(let s): JSONString.append(s, to: &out)
     case .array(let items):
@@ -135,7 +173,9 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "invalid JSON at byte \(offset)" }
   }
 
-  /// Parses one JSON value (RFC 8259), with nesting limited to 64 levels.
+  /// Parses one JSON value (RFC 8259), with nesting limited to `JSONScanner.maxDepth` levels,
+  /// the same limit the store applies to the frames it keeps, so that every stored record
+  /// parses.
   public static func parse(_ bytes: UnsafeRawBufferPointer) throws(ParseError) -> JSONValue {
     // Validate first with the scanner (UTF-8, grammar, depth); then build the tree knowing the
     // text is well-formed.
@@ -168,7 +208,8 @@ private struct TreeBuilder {
   }
 
   mutating func value(depth: Int) throws(JSONValue.ParseError) -> JSONValue {
-    guard depth < 64 else { throw JSONValue.ParseError(offset: index) }
+    // The scanner has bounded the nesting already; this guards the recursion regardless.
+    guard depth <= JSONScanner.maxDepth else { throw JSONValue.ParseError(offset: index) }
     skip()
     guard index < bytes.count else { throw JSONValue.ParseError(offset: index) }
     switch bytes[index] {

@@ -31,6 +31,29 @@ public struct ClientHandshake: Sendable {
     "sec-websocket-extensions", "sec-websocket-protocol", "content-length", "transfer-encoding",
   ]
 
+  /// Checks one caller-supplied request header, as `init` does; configuration parsers call
+  /// it too, so that a value refused here is refused when it is read, not at every connect.
+  public static func checkRequestHeader(name: String, value: String) throws(HandshakeError) {
+    guard HeaderSyntax.isToken(name) else {
+      throw .invalidRequestHeader("'\(name)' is not a valid header name")
+    }
+    guard !reservedHeaders.contains(name.lowercased()) else {
+      throw .invalidRequestHeader("'\(name)' is set by the WebSocket handshake itself")
+    }
+    // CR, LF and NUL in a value would let it inject headers or end the head early.
+    guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
+    else {
+      throw .invalidRequestHeader("the value of '\(name)' contains CR, LF or NUL")
+    }
+  }
+
+  /// Checks one offered subprotocol name, as `init` does.
+  public static func checkSubprotocol(_ proto: String) throws(HandshakeError) {
+    guard HeaderSyntax.isToken(proto) else {
+      throw .invalidRequestHeader("subprotocol '\(proto)' is not a token (RFC 6455 §4.1)")
+    }
+  }
+
   /// Prepares a handshake and checks the caller's headers and subprotocols.
   public init(
     url: WebSocketURL, headers: HTTPHeaders = HTTPHeaders(), subprotocols: [String] = [],
@@ -38,20 +61,10 @@ public struct ClientHandshake: Sendable {
     random: inout some RandomNumberGenerator
   ) throws(HandshakeError) {
     for (name, value) in headers {
-      guard HeaderSyntax.isToken(name) else {
-        throw .invalidRequestHeader("'\(name)' is not a valid header name")
-      }
-      guard !Self.reservedHeaders.contains(name.lowercased()) else {
-        throw .invalidRequestHeader("'\(name)' is set by the WebSocket handshake itself")
-      }
-      // CR, LF and NUL in a value would let it inject headers or end the head early.
-      guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
-      else {
-        throw .invalidRequestHeader("the value of '\(name)' contains CR, LF or NUL")
-      }
+      try Self.checkRequestHeader(name: name, value: value)
     }
-    for proto in subprotocols where !HeaderSyntax.isToken(proto) {
-      throw .invalidRequestHeader("subprotocol '\(proto)' is not a token (RFC 6455 §4.1)")
+    for proto in subprotocols {
+      try Self.checkSubprotocol(proto)
     }
     self.url = url
     self.headers = headers

@@ -111,6 +111,37 @@ final class ConfigTests: XCTestCase {
     XCTAssertEqual(c.rooms, ["1", "2", "3"])
   }
 
+  /// Blanks after the backslash are trimmed first, on continuation lines as on the first.
+  func testContinuationLinesMayEndInBlanksAfterTheBackslash() throws {
+    let c = try load("[Backend]\nURL=ws://a/\nRooms=a \\ \n b \\\t \n c")
+    XCTAssertEqual(c.rooms, ["a", "b", "c"])
+  }
+
+  /// Files written on Windows (CRLF) parse as their LF twins do, and no CR reaches a value.
+  func testCRLFLineEndingsParseLikeLF() throws {
+    let text = "[Backend]\nURL=ws://a/\nRooms=r1 \\\n r2\nHeader=X-A: 1\n[Store]\nSync=none\n"
+    let lf = try load(text)
+    let crlf = try load(text.replacingOccurrences(of: "\n", with: "\r\n"))
+    XCTAssertEqual(crlf.rooms, ["r1", "r2"])
+    XCTAssertEqual(crlf.rooms, lf.rooms)
+    XCTAssertEqual(crlf.headers.map(\.value), ["1"])
+    XCTAssertEqual(crlf.sync, lf.sync)
+    XCTAssertEqual(error("[Backend]\r\nURL=ws://a/\r\nNope=1\r\n")?.line, 3)
+  }
+
+  /// What the handshake would refuse at every connect is refused when the file is read.
+  func testHeadersAndSubprotocolsTheHandshakeRefusesAreConfigErrors() {
+    for line in [
+      "Header=Host: evil", "Header=Sec-WebSocket-Key: x", "Header=upgrade: h2c",
+      "Header=X-A: a\rb", "Subprotocol=a/b", "Subprotocol=ok b@d",
+    ] {
+      let refused = error("[Backend]\nURL=ws://a/\n" + line)
+      XCTAssertEqual(refused?.line, 3, line)
+      XCTAssertTrue(refused?.message.contains("invalid request header") ?? false, line)
+    }
+    XCTAssertNil(error("[Backend]\nURL=ws://a/\nHeader=Origin: https://x\nSubprotocol=chat.v2"))
+  }
+
   func testErrorsNameFileLineAndKey() {
     let unknownKey = error("[Backend]\nURL=ws://a/\nPingInterval=10")
     XCTAssertEqual(unknownKey?.file, "f0.conf")

@@ -51,6 +51,24 @@ final class JSONTests: XCTestCase {
     XCTAssertEqual(result?.hasLineBreaks, false)
   }
 
+  /// `{"data":{"room_id":"A"},"data":{…}}` must not be filed under room A: the last of
+  /// duplicate keys is the one JSONValue (and every other parser) reads.
+  func testScannerReportsNestedFieldsOfTheLastOccurrenceOfADuplicatedKey() {
+    let text = #"{"data":{"room_id":"A","client_id":"c"},"data":{"text":"hi"}}"#
+    let result = scan(text, top: ["event", "data"], nestedIn: 1, nested: ["room_id", "client_id"])
+    XCTAssertEqual(slice(text, result?.topLevel[1]), #"{"text":"hi"}"#)
+    XCTAssertNil(result?.nested[0])
+    XCTAssertNil(result?.nested[1])
+    let scalar = #"{"data":{"room_id":"A"},"data":5}"#
+    let second = scan(scalar, top: ["data"], nestedIn: 0, nested: ["room_id"])
+    XCTAssertEqual(slice(scalar, second?.topLevel[0]), "5")
+    XCTAssertNil(second?.nested[0])
+    let later = #"{"data":{"room_id":"A"},"data":{"room_id":"B"}}"#
+    XCTAssertEqual(
+      slice(later, scan(later, top: ["data"], nestedIn: 0, nested: ["room_id"])?.nested[0]),
+      #""B""#)
+  }
+
   func testLineBreaksOutsideStringsAreReportedAndMinified() {
     let text = "{\n  \"a\": \"x y\",\r\n  \"b\": [1, 2]\n}"
     XCTAssertEqual(scan(text)?.hasLineBreaks, true)

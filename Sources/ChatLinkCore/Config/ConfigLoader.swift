@@ -156,10 +156,24 @@ public enum ConfigLoader {
           throw ValueError(
             message: "set the token with TokenFile= (or a credential), never in the config")
         }
+        // The handshake's own check, so --check-config refuses what every connect would.
+        do {
+          try ClientHandshake.checkRequestHeader(name: name, value: value)
+        } catch {
+          throw ValueError(message: "\(error)")
+        }
         c.headers.append((name, value))
       },
       "Subprotocol": { (c, v) throws(ValueError) in
-        c.subprotocols = v.isEmpty ? [] : c.subprotocols + ConfigValues.list(v)
+        let protocols = ConfigValues.list(v)
+        for proto in protocols {
+          do {
+            try ClientHandshake.checkSubprotocol(proto)
+          } catch {
+            throw ValueError(message: "\(error)")
+          }
+        }
+        c.subprotocols = v.isEmpty ? [] : c.subprotocols + protocols
       },
       "CAFile": { (c, v) throws(ValueError) in c.caFile = v.isEmpty ? nil : v },
       "Proxy": { (c, v) throws(ValueError) in

@@ -47,20 +47,25 @@ public enum INIParser {
     var section: String?
     var pending: (text: String, line: Int)?
     var lineNumber = 0
-    for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+    // Lines end at LF, and one CR before it (or at the end of the text) belongs to the line
+    // ending. Split on bytes: Swift reads "\r\n" as one Character, so splitting on "\n"
+    // would leave a CRLF file as one long line.
+    for rawLine in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    {
       lineNumber += 1
-      var line = Substring(rawLine)
-      if line.hasSuffix("\r") { line = line.dropLast() }
+      let bytes = rawLine.last == UInt8(ascii: "\r") ? rawLine.dropLast() : rawLine
+      let line = Substring(String(decoding: bytes, as: UTF8.self))
       if var continued = pending {
         // systemd: comment lines inside a continuation are ignored.
         let trimmed = trim(line)
         if trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
-        if line.hasSuffix("\\") {
-          continued.text += " " + trim(line.dropLast())
+        // Trimmed before the check, as the first line is: "a \\ " continues too.
+        if trimmed.hasSuffix("\\") {
+          continued.text += " " + trim(trimmed.dropLast())
           pending = continued
           continue
         }
-        continued.text += " " + trim(line)
+        continued.text += " " + trimmed
         pending = nil
         try assignments.append(
           assignment(continued.text, section: section, file: file, line: continued.line))
