@@ -45,8 +45,8 @@
 //
 // Bugs this fuzzer found, all fixed (their inputs stay in Fuzz/corpus/varlink/crash-*):
 // JSONValue.parse refused nesting the scanner (and so the store) accepts; 1e400 parsed to
-// infinity and serialised as null; JSONValue's hash disagreed with == (ints vs doubles,
-// canonically equivalent strings) and == was not transitive; JSONScanner reported nested
+// infinity and serialised as null; JSONValue's hash disagreed with == (ints vs doubles)
+// and == was not transitive; JSONScanner reported nested
 // fields of an earlier occurrence of a duplicated key.
 
 import Glibc

@@ -25,11 +25,18 @@ public struct JSONScanner {
   private var lineBreaks = false
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
   public static let maxDepth = 128
+  /// The deepest a frame may be to be embedded as JSON in a store record: the record, and the
+  /// Varlink replies and events that carry it (`parameters`, `records`, …), add levels of
+  /// their own and must stay within `maxDepth`, which every parser here (JSONValue,
+  /// chatlinkctl) applies. Deeper frames are stored as text, losslessly.
+  public static let embeddedMaxDepth = maxDepth - 16
+  private let limit: Int
 
   /// The bytes are known to be UTF-8 (e.g. a WebSocket text message): strings skip the check.
   private let knownUTF8: Bool
 
-  private init(_ buffer: UnsafeRawBufferPointer, knownUTF8: Bool) {
+  private init(_ buffer: UnsafeRawBufferPointer, knownUTF8: Bool, limit: Int) {
+    self.limit = limit
     base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!
     count = buffer.count
     self.knownUTF8 = knownUTF8
@@ -43,11 +50,12 @@ public struct JSONScanner {
   ///   - nestedKeys: keys inside that object whose value ranges to report.
   ///   - knownUTF8: the caller has validated the bytes as UTF-8 already (text frames are), so
   ///     strings need not be checked again.
+  ///   - maxDepth: the deepest nesting accepted, at most `JSONScanner.maxDepth`.
   public static func scan(
     _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
-    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false
+    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
-    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8)
+    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     var result = Result(
       topLevel: Array(repeating: nil, count: topLevelKeys.count),
       nested: Array(repeating: nil, count: nestedKeys.count), hasLineBreaks: false, isObject: false)
@@ -136,7 +144,7 @@ public struct JSONScanner {
   ) -> Bool {
     depth += 1
     defer { depth -= 1 }
-    guard depth <= Self.maxDepth else { return false }
+    guard depth <= limit else { return false }
     index += 1  // {
     skipWhitespace()
     if peek == UInt8(ascii: "}") {
@@ -165,7 +173,7 @@ public struct JSONScanner {
   private mutating func array() -> Bool {
     depth += 1
     defer { depth -= 1 }
-    guard depth <= Self.maxDepth else { return false }
+    guard depth <= limit else { return false }
     index += 1  // [
     skipWhitespace()
     if peek == UInt8(ascii: "]") {

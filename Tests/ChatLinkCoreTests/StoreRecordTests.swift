@@ -44,6 +44,27 @@ final class StoreRecordTests: XCTestCase {
     XCTAssertEqual(Base64.decode(decoded?["data"] as? String ?? ""), bytes)
   }
 
+  /// A record, and the History reply that carries it, must parse wherever the frame did:
+  /// frames too deep to embed with room to spare are kept as text instead.
+  func testDeeplyNestedFramesStayReadableInRecordsAndReplies() throws {
+    for depth in [JSONScanner.embeddedMaxDepth, JSONScanner.embeddedMaxDepth + 1, 128] {
+      let frame = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+      let record = line(
+        StoreRecord(
+          seq: 1, time: time, direction: .inbound, room: nil, payload: .text(Array(frame.utf8))))
+      let reply = #"{"parameters":{"records":["# + record.dropLast() + "]}}"
+      let parsed = try JSONValue.parse(reply)
+      let stored = parsed["parameters"]?["records"]?.arrayValue?.first
+      if depth <= JSONScanner.embeddedMaxDepth {
+        XCTAssertEqual(stored?["type"]?.stringValue, "json", "depth \(depth)")
+        XCTAssertEqual(stored?["data"]?.description, frame)
+      } else {
+        XCTAssertEqual(stored?["type"]?.stringValue, "text", "depth \(depth)")
+        XCTAssertEqual(stored?["data"]?.stringValue, frame)
+      }
+    }
+  }
+
   func testPrettyPrintedJSONIsMinifiedOntoOneLine() throws {
     let text = line(
       StoreRecord(

@@ -103,7 +103,8 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     return bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       let scan = JSONScanner.scan(
-        raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true)
+        raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
+        maxDepth: JSONScanner.embeddedMaxDepth)
       var inbound = InboundMessage(
         payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
       guard let scan else { return inbound }
@@ -150,7 +151,9 @@ public struct RawProtocol: ChatProtocolAdapter {
       return InboundMessage(
         payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
     }
-    let scan = bytes.withUnsafeBytes { JSONScanner.scan($0, knownUTF8: true) }
+    let scan = bytes.withUnsafeBytes {
+      JSONScanner.scan($0, knownUTF8: true, maxDepth: JSONScanner.embeddedMaxDepth)
+    }
     return InboundMessage(
       payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
   }

@@ -93,7 +93,7 @@ public struct StoreRecord: Sendable, Hashable {
         let result: JSONScanner.Result? =
           switch scan {
           case .some(let known): known
-          case .none: JSONScanner.scan(raw)
+          case .none: JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth)
           }
         if let result {
           out.append(Self.typeJSON)
