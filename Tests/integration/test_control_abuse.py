@@ -321,7 +321,7 @@ def test_a_subscriber_that_never_reads_is_dropped_without_stalling_anything(make
     assert daemon.running()
 
 
-def test_control_socket_answers_within_half_a_second_when_a_compressed_backlog_arrives(make_daemon, backend):
+def test_control_socket_answers_promptly_when_a_compressed_backlog_arrives(make_daemon, backend):
     # Keepalive out of the way: the daemon is stopped for a while on purpose.
     daemon = make_daemon({"Backend": {"Compression": "yes", "PingIntervalSec": 30, "PongTimeoutSec": 60}})
     daemon.wait_state("open")
@@ -339,5 +339,8 @@ def test_control_socket_answers_within_half_a_second_when_a_compressed_backlog_a
     latency = time.monotonic() - t0
     flood.cancel()
     received = reply[0]["parameters"]["status"]["received"]
-    # Uncompressed, one wake-up's budget is ~4000 such messages (milliseconds of work).
-    assert latency < 0.5, f"GetStatus took {latency:.2f} s; the daemon took in {received} messages first"
+    # Uncompressed, one wake-up's budget is ~4000 such messages (milliseconds of work); alone
+    # on the machine this answers in ~10 ms. The bound leaves room for a debug build on a
+    # 2-core machine running other suites (0.99 s seen so); draining the whole backlog first,
+    # the bug this guards against, keeps the socket waiting for as long as the backlog lasts.
+    assert latency < 2.0, f"GetStatus took {latency:.2f} s; the daemon took in {received} messages first"
