@@ -140,6 +140,10 @@ final class OutboxTests: XCTestCase {
     var outbox: Outbox? = try open(max: 10_000)
     var all: [OutboxEntry] = []
     for i in 0..<3000 { all.append(try send(outbox!, "m\(i)").get()) }
+    // Generated ids: 16 lowercase hex digits, all different.
+    let hex = Set("0123456789abcdef".utf8)
+    XCTAssertTrue(all.allSatisfy { $0.id.utf8.count == 16 && $0.id.utf8.allSatisfy(hex.contains) })
+    XCTAssertEqual(Set(all.map(\.id)).count, all.count)
     // Confirm in bursts, as pongs do: the dropped prefix is reclaimed along the way.
     var confirmed: [OutboxEntry] = []
     for end in stride(from: 99, to: 2500, by: 100) {

@@ -47,6 +47,7 @@ public final class Outbox {
   private let file: OutboxFile
   private var nextCount: UInt64 = 1
   private var random = SecureRandomGenerator()
+  private var timeFormatter = TimestampFormatter()
   private var batch: [UInt8] = []
   private var batchEntries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)] = []
   private var acks: [UInt8] = []
@@ -176,10 +177,16 @@ public final class Outbox {
 
   private var idleWaiters: [() -> Void] = []
 
+  /// 16 lowercase hex digits of a random 64-bit value (one allocation: it runs per send).
   private func makeID() -> String {
     let value = random.next()
-    let hex = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
+    return String(unsafeUninitializedCapacity: 16) { buffer in
+      for i in 0..<16 {
+        let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
+        buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+      }
+      return 16
+    }
   }
 
   private func appendAddLine(_ entry: OutboxEntry, to out: inout [UInt8]) {
@@ -190,7 +197,7 @@ public final class Outbox {
     out.append(#","count":"# as StaticString)
     out.appendDecimal(entry.count)
     out.append(#","time":""# as StaticString)
-    entry.created.append(to: &out)
+    timeFormatter.append(entry.created, to: &out)
     out.append(#"","text":"# as StaticString)
     out.appendJSONString(entry.text)
     out.append("}\n" as StaticString)
