@@ -26,9 +26,6 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 Memory.configureAllocator()
-// The dynamic linker's and the Swift runtime's start-up pages: dropped before the daemon's
-// own start-up adds to them, so that the peak stays low too.
-Memory.releaseStartupPages()
 var options = Daemon.Options()
 var checkOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
