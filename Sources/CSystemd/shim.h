@@ -9,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <malloc.h> /* mallopt, malloc_trim: the daemon keeps its idle footprint small */
 
 static inline int chatlink_sd_event_signal_procmask(int sig) { return sig | SD_EVENT_SIGNAL_PROCMASK; }
 static inline int chatlink_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {

@@ -132,9 +132,21 @@ public final class ChatLinkClient {
     let batch = 128
     var pending: [UInt8] = []
     var queued = 0
+    // The same bytes as VarlinkCall(method: …Send, parameters: {room, text}).encoded, written
+    // directly: this loop runs once per input line.
+    var opening: [UInt8] = Array(#"{"method":"#.utf8)
+    JSONString.append(method + "Send", to: &opening)
+    opening += Array(#","parameters":{"#.utf8)
+    if let room {
+      opening += Array(#""room":"#.utf8)
+      JSONString.append(room, to: &opening)
+      opening.append(UInt8(ascii: ","))
+    }
+    opening += Array(#""text":"#.utf8)
     for text in texts {
-      let parameters = JSONValue.object(["room": room.map(JSONValue.string), "text": .string(text)])
-      pending += VarlinkCall(method: method + "Send", parameters: parameters).encoded
+      pending += opening
+      JSONString.append(text, to: &pending)
+      pending += [UInt8(ascii: "}"), UInt8(ascii: "}"), 0]
       queued += 1
       inFlight += 1
       if queued == batch {

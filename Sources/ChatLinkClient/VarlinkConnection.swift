@@ -9,7 +9,11 @@ import Varlink
 public final class VarlinkConnection {
   private let fd: Int32
   private var framer = VarlinkFramer(limit: 16 << 20)
+  /// Replies received but not yet returned are `pending[next...]`: one read can bring a
+  /// thousand pipelined replies, and taking each from the front must not move the rest.
   private var pending: [[UInt8]] = []
+  private var next = 0
+  private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
   /// Connects to the socket at `path`.
   public init(path: String) throws(ClientError) {
@@ -65,8 +69,9 @@ public final class VarlinkConnection {
 
   /// Reads the next reply; throws the reply's error as `ClientError.varlink`.
   public func receive() throws(ClientError) -> VarlinkReply {
-    while pending.isEmpty {
-      var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while next == pending.count {
+      pending.removeAll(keepingCapacity: true)
+      next = 0
       let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
       if n < 0 {
         if errno == EINTR { continue }
@@ -85,7 +90,10 @@ public final class VarlinkConnection {
     }
     let reply: VarlinkReply
     do {
-      reply = try VarlinkReply.decode(pending.removeFirst())
+      let message = pending[next]
+      pending[next] = []
+      next += 1
+      reply = try VarlinkReply.decode(message)
     } catch {
       throw .protocolError("\(error)")
     }

@@ -25,6 +25,7 @@ func fail(_ message: String, code: Int32) -> Never {
   exit(code)
 }
 
+Memory.configureAllocator()
 var options = Daemon.Options()
 var checkOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

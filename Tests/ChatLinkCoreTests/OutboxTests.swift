@@ -136,6 +136,52 @@ final class OutboxTests: XCTestCase {
     XCTAssertEqual(try send(outbox, "after").get().text, "after")
   }
 
+  func testConfirmingThroughACountRemovesTheOldestAndSurvivesARestart() throws {
+    var outbox: Outbox? = try open(max: 10_000)
+    var all: [OutboxEntry] = []
+    for i in 0..<3000 { all.append(try send(outbox!, "m\(i)").get()) }
+    // Generated ids: 16 lowercase hex digits, all different.
+    let hex = Set("0123456789abcdef".utf8)
+    XCTAssertTrue(all.allSatisfy { $0.id.utf8.count == 16 && $0.id.utf8.allSatisfy(hex.contains) })
+    XCTAssertEqual(Set(all.map(\.id)).count, all.count)
+    // Confirm in bursts, as pongs do: the dropped prefix is reclaimed along the way.
+    var confirmed: [OutboxEntry] = []
+    for end in stride(from: 99, to: 2500, by: 100) {
+      confirmed += outbox!.confirm(through: all[end].count)
+      XCTAssertEqual(outbox!.pending.first?.count, all[end + 1].count)
+      XCTAssertEqual(outbox!.pending.count, 3000 - end - 1)
+    }
+    XCTAssertEqual(confirmed, Array(all[..<2500]))
+    XCTAssertTrue(outbox!.confirm(through: all[0].count).isEmpty)
+    // An echo confirms one entry anywhere in the queue.
+    XCTAssertEqual(outbox?.confirm(id: all[2700].id), all[2700])
+    XCTAssertNil(outbox?.confirm(id: all[2700].id))
+    XCTAssertEqual(outbox?.confirm(id: all[2500].id), all[2500])
+    let expected = Array(all[2501..<2700] + all[2701...]).map(\.id)
+    XCTAssertEqual(outbox?.pending.map(\.id), expected)
+    let next = try send(outbox!, "after").get()
+    XCTAssertEqual(outbox?.pending.last, next)
+    var idle = false
+    outbox?.whenIdle { idle = true }
+    try spin(loop) { idle }
+    outbox = nil
+    let reopened = try open(max: 10_000)
+    XCTAssertEqual(reopened.pending.map(\.id), expected + [next.id])
+    XCTAssertEqual(reopened.confirm(through: UInt64.max).count, expected.count + 1)
+    XCTAssertTrue(reopened.pending.isEmpty)
+    XCTAssertFalse(reopened.contains(id: next.id))
+  }
+
+  func testTextThatNeedsEscapingIsKeptExactly() throws {
+    var outbox: Outbox? = try open()
+    let texts = [
+      "plain", "quote \" and \\ back", "tab\tbell\u{07}del\u{7F}", "héllo 🚀", "line\r\n",
+    ]
+    for text in texts { _ = try send(outbox!, text, id: nil) }
+    outbox = nil
+    XCTAssertEqual(try open().pending.map(\.text), texts)
+  }
+
   func testRoomIDsAreNumbersWhenCanonicalAndStringsOtherwise() {
     XCTAssertEqual(RoomID("7")?.json, Array("7".utf8))
     XCTAssertEqual(RoomID("007")?.json, Array("\"007\"".utf8))
@@ -144,5 +190,7 @@ final class OutboxTests: XCTestCase {
     XCTAssertNil(RoomID("a\nb"))
     XCTAssertEqual(Array("\"ops\"".utf8).withUnsafeBytes { RoomID(json: $0) }, RoomID("ops"))
     XCTAssertEqual(Array("12".utf8).withUnsafeBytes { RoomID(json: $0) }, RoomID("12"))
+    XCTAssertEqual(RoomID("a\"b")?.json, Array(#""a\"b""#.utf8))
+    XCTAssertEqual(Set([RoomID("7"), RoomID("7"), RoomID("8")]).count, 2)
   }
 }

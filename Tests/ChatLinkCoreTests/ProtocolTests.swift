@@ -60,6 +60,27 @@ final class ProtocolTests: XCTestCase {
     XCTAssertNil(binary.scan ?? nil)
   }
 
+  func testEnvelopeQuotesEveryTextExactlyAsJSON() throws {
+    let envelope = EnvelopeProtocol(sender: "ops \"bot\"")
+    for text in ["plain", "quote \" back \\ slash", "ctl \u{01}\u{1F}\u{7F}\t\n", "héllo 🚀", ""] {
+      for room in [RoomID("7"), RoomID("ops"), nil] {
+        let entry = OutboxEntry(
+          id: "id-1", room: room, text: text, count: 12_345_678_901, created: .now())
+        let encoded = try XCTUnwrap(envelope.encode(entry).text)
+        var quoted: [UInt8] = []
+        JSONString.append(text, to: &quoted)
+        let expected =
+          #"{"event":"send-message","data":{"room_id":"#
+          + (room.map { String(decoding: $0.json, as: UTF8.self) } ?? "null")
+          + #","message":"# + String(decoding: quoted, as: UTF8.self)
+          + #","sender":"ops \"bot\"","count":12345678901,"client_id":"id-1"}}"#
+        XCTAssertEqual(encoded, expected)
+        let parsed = try JSONValue.parse(Array(encoded.utf8))
+        XCTAssertEqual(parsed["data"]?["message"]?.stringValue, text)
+      }
+    }
+  }
+
   func testRawModePassesTextThroughAndHasNoRooms() {
     let raw = RawProtocol()
     XCTAssertFalse(raw.hasRooms)

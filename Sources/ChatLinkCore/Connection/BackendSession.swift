@@ -118,10 +118,16 @@ public final class BackendSession: WebSocketClientDelegate {
   private var stopping: (() -> Void)?
   private var started = false
 
-  /// Highest outbox `count` written on this connection.
+  /// Highest outbox `count` written on this connection. The outbox keeps its entries in
+  /// `count` order and they go out in that order, so the pending entries written on this
+  /// connection are exactly those with `count <= lastSentCount`.
   private var lastSentCount: UInt64 = 0
-  /// Entries written on this connection and not yet confirmed, by id.
+  /// Entries written on this connection and not yet confirmed, by id: an echo is looked up
+  /// here, so echoes of other clients' messages cost one hash, not a search of the outbox.
   private var sentIDs: Set<String> = []
+  /// The frames written on this connection and not yet confirmed, by count: the store's
+  /// "out" record carries the same bytes, so each message is encoded once.
+  private var sentFrames: [UInt64: Message] = [:]
   private var pingCounter: UInt64 = 0
   /// The outstanding ping: its counter, when it left, and the last count it covers.
   private var outstandingPing: (counter: UInt64, sentAt: Microseconds, covers: UInt64)?
@@ -334,6 +340,7 @@ public final class BackendSession: WebSocketClientDelegate {
     }
     lastSentCount = 0
     sentIDs = []
+    sentFrames = [:]
     flushOutbox()
     pingTimer?.schedule(after: Self.micros(settings.pingInterval))
   }
@@ -351,8 +358,8 @@ public final class BackendSession: WebSocketClientDelegate {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
     onInbound?(inbound, seq, time)
-    if let id = inbound.echoedClientID, sentIDs.contains(id) {
-      confirm { $0.id == id }
+    if let id = inbound.echoedClientID, sentIDs.contains(id), let entry = outbox.confirm(id: id) {
+      confirmed(CollectionOfOne(entry))
     }
   }
 
@@ -370,7 +377,7 @@ public final class BackendSession: WebSocketClientDelegate {
     outstandingPing = nil
     pongDeadline?.disarm()
     let covered = ping.covers
-    confirm { $0.count <= covered }
+    confirmed(outbox.confirm(through: covered))
     let ready = pingWaiters.filter { $0.0 <= counter }
     pingWaiters.removeAll { $0.0 <= counter }
     for (_, waiter) in ready { waiter(.success(0)) }
@@ -404,6 +411,7 @@ public final class BackendSession: WebSocketClientDelegate {
     pingWaiters = []
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
     sentIDs = []
+    sentFrames = [:]
     lastSentCount = 0
     if let openedAt, Double(loop.now - openedAt) / 1_000_000 >= settings.stableAfter {
       backoff.reset()
@@ -559,21 +567,23 @@ public final class BackendSession: WebSocketClientDelegate {
     let pending = outbox.pending
     var index = Self.firstIndex(in: pending, after: lastSentCount)
     var wrote = false
-    while index < pending.count {
+    while index < pending.endIndex {
       if client.bufferedAmount > 1 << 20 {
         // Let the socket drain before queuing more; come back shortly.
         sendTimer?.schedule(after: 5_000)
         break
       }
       let entry = pending[index]
+      let frame = adapter.encode(entry)
       do {
-        try client.send(adapter.encode(entry))
+        try client.send(frame)
       } catch {
         logger.error("send failed", ["id": entry.id, "error": "\(error)"])
         break
       }
       lastSentCount = entry.count
       sentIDs.insert(entry.id)
+      sentFrames[entry.count] = frame
       counters.sent += 1
       wrote = true
       onSent?(entry)
@@ -583,9 +593,9 @@ public final class BackendSession: WebSocketClientDelegate {
   }
 
   /// The index of the first entry whose count exceeds `count` (entries are in count order).
-  static func firstIndex(in entries: [OutboxEntry], after count: UInt64) -> Int {
-    var low = 0
-    var high = entries.count
+  static func firstIndex(in entries: ArraySlice<OutboxEntry>, after count: UInt64) -> Int {
+    var low = entries.startIndex
+    var high = entries.endIndex
     while low < high {
       let mid = (low + high) / 2
       if entries[mid].count <= count { low = mid + 1 } else { high = mid }
@@ -593,19 +603,32 @@ public final class BackendSession: WebSocketClientDelegate {
     return low
   }
 
-  private func confirm(where matches: (OutboxEntry) -> Bool) {
-    let confirmed = outbox.pending.filter { sentIDs.contains($0.id) && matches($0) }
-    guard !confirmed.isEmpty else { return }
-    for entry in confirmed {
+  /// Records entries the outbox has just removed as confirmed: an "out" record each, with the
+  /// frame that went out.
+  private func confirmed(_ entries: some Collection<OutboxEntry>) {
+    guard !entries.isEmpty else { return }
+    for entry in entries {
       sentIDs.remove(entry.id)
+      let frame = sentFrames.removeValue(forKey: entry.count) ?? adapter.encode(entry)
+      // The frame is our own encoding: JSON on one line, so the store need not scan it.
       store.append(
-        direction: .outbound, room: entry.room?.json, clientID: entry.id,
-        payload: adapter.encode(entry))
+        direction: .outbound, room: entry.room?.json, clientID: entry.id, payload: frame,
+        scan: ownFrameScan)
     }
-    outbox.confirm(ids: Set(confirmed.map(\.id)))
-    counters.confirmed += confirmed.count
-    onConfirmed?(confirmed)
+    counters.confirmed += entries.count
+    onConfirmed?(Array(entries))
   }
+
+  /// What scanning one of our own envelopes would report: a JSON object without line breaks.
+  /// (Protocol=raw frames are the user's text, which may not be JSON: those are scanned.)
+  private var ownFrameScan: JSONScanner.Result?? {
+    adapter is EnvelopeProtocol ? .some(Self.jsonObjectScan) : .none
+  }
+
+  private static let jsonObjectScan: JSONScanner.Result? = {
+    let object: [UInt8] = Array("{}".utf8)
+    return object.withUnsafeBytes { JSONScanner.scan($0) }
+  }()
 
   // MARK: Helpers
 

@@ -84,6 +84,9 @@ public final class ControlServer {
     connections[ObjectIdentifier(connection)] = nil
   }
 
+  /// Send receipts watched by all connections together (Send with "more").
+  var watchedSendCount = 0
+
   /// Every open connection, for publishing events.
   var all: Dictionary<ObjectIdentifier, ControlConnection>.Values { connections.values }
 
@@ -110,7 +113,15 @@ public final class ControlConnection: ByteStreamDelegate {
   /// The room filter of an active Subscribe stream (`.some(nil)`: every room).
   var subscription: RoomID??
   /// Client ids whose Send call asked for further replies.
-  var watchedSends: Set<String> = []
+  private(set) var watchedSends: Set<String> = []
+
+  func watchSend(_ id: String) {
+    if watchedSends.insert(id).inserted { server.watchedSendCount += 1 }
+  }
+
+  func unwatchSend(_ id: String) {
+    if watchedSends.remove(id) != nil { server.watchedSendCount -= 1 }
+  }
 
   init(server: ControlServer, stream: SocketStream, access: Access) {
     self.server = server
@@ -168,7 +179,8 @@ public final class ControlConnection: ByteStreamDelegate {
   private var output: [UInt8] = []
   private var flushPosted = false
 
-  private func send(_ bytes: [UInt8]) {
+  /// Queues encoded reply bytes (a whole reply, NUL included).
+  func send(_ bytes: [UInt8]) {
     guard !closing else { return }
     output += bytes
     if stream.pendingWriteCount + output.count > ControlServer.outputLimit {
@@ -195,13 +207,20 @@ public final class ControlConnection: ByteStreamDelegate {
 
   public func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
     closing = true
+    forgetWatches()
     server.closed(self)
   }
 
   func close() {
     guard !closing else { return }
     closing = true
+    forgetWatches()
     stream.close()
     server.closed(self)
+  }
+
+  private func forgetWatches() {
+    server.watchedSendCount -= watchedSends.count
+    watchedSends = []
   }
 }

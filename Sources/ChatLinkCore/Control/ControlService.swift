@@ -184,10 +184,11 @@ public final class ControlService {
       guard let connection, connection.isOpen else { return }
       switch result {
       case .success(let entry):
-        if call.more { connection.watchedSends.insert(entry.id) }
-        connection.reply(
-          VarlinkReply(parameters: Self.receipt(entry, state: "queued"), continues: call.more),
-          to: call)
+        if call.more { connection.watchSend(entry.id) }
+        guard !call.oneway else { return }
+        // `chatlinkctl send -` streams these by the hundred thousand: written straight to
+        // bytes, the same JSON `receipt` builds.
+        connection.send(Self.encodedReceipt(entry, state: "queued", continues: call.more))
       case .failure(let error):
         connection.reply(VarlinkReply(Self.varlinkError(error)), to: call)
       }
@@ -316,9 +317,11 @@ public final class ControlService {
   }
 
   private func notifySend(_ entry: OutboxEntry, state: String) {
+    // Streamed sends are not watched: no lookup per message then.
+    guard server.watchedSendCount > 0 else { return }
     for connection in server.all where connection.watchedSends.contains(entry.id) {
       let final = state == "confirmed"
-      if final { connection.watchedSends.remove(entry.id) }
+      if final { connection.unwatchSend(entry.id) }
       connection.push(
         VarlinkReply(parameters: Self.receipt(entry, state: state), continues: !final))
     }
@@ -334,8 +337,25 @@ public final class ControlService {
 
   // MARK: Parameters
 
-  private static func receipt(_ entry: OutboxEntry, state: String) -> JSONValue {
+  static func receipt(_ entry: OutboxEntry, state: String) -> JSONValue {
     .object(["id": .string(entry.id), "state": .string(state), "count": .int(Int64(entry.count))])
+  }
+
+  /// The reply carrying `receipt(entry, state:)`, NUL included.
+  static func encodedReceipt(_ entry: OutboxEntry, state: StaticString, continues: Bool)
+    -> [UInt8]
+  {
+    var out: [UInt8] = []
+    out.reserveCapacity(80 + entry.id.utf8.count)
+    out.append(#"{"parameters":{"id":"# as StaticString)
+    out.appendJSONString(entry.id)
+    out.append(#","state":""# as StaticString)
+    out.append(state)
+    out.append(#"","count":"# as StaticString)
+    out.appendDecimal(entry.count)
+    out.append(continues ? #"},"continues":true}"# as StaticString : "}}" as StaticString)
+    out.append(0)
+    return out
   }
 
   private static func string(_ call: VarlinkCall, _ name: String) throws(VarlinkError) -> String {

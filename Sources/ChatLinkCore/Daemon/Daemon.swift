@@ -180,7 +180,13 @@ public final class Daemon {
         "connection state changed",
         ["state": state.name, "reason": reason, "url": self.session.displayURL])
       switch state {
-      case .open: self.service?.publishConnected(self.session.negotiated)
+      case .open:
+        self.service?.publishConnected(self.session.negotiated)
+        if !self.trimmedAfterConnect {
+          // The handshake, the TLS set-up and the room joins are start-up work too.
+          self.trimmedAfterConnect = true
+          self.trimTimer?.schedule(after: 1_000_000)
+        }
       case .waiting:
         self.service?.publishDisconnected(reason: reason, code: self.session.lastDisconnect?.code)
       default: break
@@ -216,6 +222,17 @@ public final class Daemon {
         "outbox": String(outbox.pending.count),
       ])
     notifier.ready(status: statusLine.text)
+    trimTimer = try loop.makeTimer(accuracy: 100_000) { Self.releaseStartupMemory() }
+    Self.releaseStartupMemory()
+  }
+
+  private var trimTimer: Timer?
+  private var trimmedAfterConnect = false
+
+  /// What start-up allocated and touched but the running daemon does not need (see `Memory`).
+  private static func releaseStartupMemory() {
+    Memory.trimHeap()
+    Memory.releaseStartupPages()
   }
 
   /// Opens the control socket: the one systemd passed (socket activation) or our own.

@@ -33,8 +33,8 @@ public final class Outbox {
   /// The file name.
   public static let fileName = "outbox.jsonl"
 
-  /// Unconfirmed entries, oldest first.
-  public private(set) var pending: [OutboxEntry] = []
+  /// Unconfirmed entries, oldest first (in `count` order).
+  public var pending: ArraySlice<OutboxEntry> { entries[head...] }
   /// The most unconfirmed entries accepted.
   public let maxMessages: Int
   /// Lines that did not parse at start (logged and skipped).
@@ -47,12 +47,19 @@ public final class Outbox {
   private let file: OutboxFile
   private var nextCount: UInt64 = 1
   private var random = SecureRandomGenerator()
+  private var timeFormatter = TimestampFormatter()
   private var batch: [UInt8] = []
   private var batchEntries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)] = []
   private var acks: [UInt8] = []
   private var inFlight = false
   private var flushPosted = false
-  private var accepting: [String: Int] = [:]
+  /// Entries being written by the disk worker: accepted, not yet durable.
+  private var inFlightEntries: [OutboxEntry] = []
+  /// The pending entries are `entries[head...]`. Confirmations remove a prefix, so it is
+  /// dropped by moving `head` and reclaimed only once it is the larger part: confirming a
+  /// burst costs what it confirms, not what is still waiting.
+  private var entries: [OutboxEntry] = []
+  private var head = 0
 
   /// Opens the outbox and replays it: every `add` without an `ack` is pending again.
   public init(loop: EventLoop, disk: BackgroundWorker, directory: String, maxMessages: Int)
@@ -68,7 +75,8 @@ public final class Outbox {
 
   /// Whether a message with this client id is waiting.
   public func contains(id: String) -> Bool {
-    pending.contains { $0.id == id } || accepting[id] != nil
+    pending.contains { $0.id == id } || batchEntries.contains { $0.0.id == id }
+      || inFlightEntries.contains { $0.id == id }
   }
 
   /// Accepts a message; `completion` runs once it is durable (or refused).
@@ -85,7 +93,7 @@ public final class Outbox {
         return completion(.success(existing))
       }
     }
-    guard pending.count + batchEntries.count + inFlightCount < maxMessages else {
+    guard pending.count + batchEntries.count + inFlightEntries.count < maxMessages else {
       return completion(.failure(.full(limit: maxMessages)))
     }
     let entry = OutboxEntry(
@@ -93,7 +101,6 @@ public final class Outbox {
     nextCount += 1
     appendAddLine(entry, to: &batch)
     batchEntries.append((entry, completion))
-    accepting[entry.id, default: 0] += 1
     scheduleFlush()
   }
 
@@ -101,15 +108,61 @@ public final class Outbox {
   /// message is delivered again, which at-least-once allows).
   public func confirm(ids: Set<String>) {
     guard !ids.isEmpty else { return }
-    let before = pending.count
-    pending.removeAll { entry in
-      guard ids.contains(entry.id) else { return false }
-      acks += Array(#"{"op":"ack","id":"#.utf8)
-      JSONString.append(entry.id, to: &acks)
-      acks += Array("}\n".utf8)
-      return true
+    let kept = pending.filter { !ids.contains($0.id) }
+    guard kept.count != pending.count else { return }
+    for entry in pending where ids.contains(entry.id) { appendAckLine(entry.id) }
+    entries = kept
+    head = 0
+    scheduleFlush()
+  }
+
+  /// Removes the oldest entries up to and including `count` and returns them, oldest first:
+  /// what a pong confirms (it answers a ping sent after all of them).
+  @discardableResult
+  public func confirm(through count: UInt64) -> ArraySlice<OutboxEntry> {
+    var end = head
+    while end < entries.count && entries[end].count <= count { end += 1 }
+    guard end > head else { return [] }
+    let confirmed = entries[head..<end]
+    for entry in confirmed { appendAckLine(entry.id) }
+    head = end
+    if head == entries.count {
+      entries.removeAll(keepingCapacity: entries.capacity <= 4096)
+      head = 0
+    } else if head >= 1024 && head * 2 >= entries.count {
+      entries.removeSubrange(..<head)
+      head = 0
     }
-    if pending.count != before { scheduleFlush() }
+    scheduleFlush()
+    return confirmed
+  }
+
+  /// Removes the entry with this client id (an echo confirms it), if it is pending.
+  ///
+  /// Echoes arrive in the order the messages went out, so the entry is almost always the
+  /// oldest one and the search stops at once.
+  @discardableResult
+  public func confirm(id: String) -> OutboxEntry? {
+    guard let index = entries[head...].firstIndex(where: { $0.id == id }) else { return nil }
+    let entry = entries[index]
+    if index == head {
+      head += 1
+      if head == entries.count {
+        entries.removeAll(keepingCapacity: entries.capacity <= 4096)
+        head = 0
+      }
+    } else {
+      entries.remove(at: index)
+    }
+    appendAckLine(entry.id)
+    scheduleFlush()
+    return entry
+  }
+
+  private func appendAckLine(_ id: String) {
+    acks.append(#"{"op":"ack","id":"# as StaticString)
+    acks.appendJSONString(id)
+    acks.append("}\n" as StaticString)
   }
 
   /// Calls `completion` when everything accepted so far has been written (for shutdown).
@@ -123,26 +176,31 @@ public final class Outbox {
   }
 
   private var idleWaiters: [() -> Void] = []
-  private var inFlightCount = 0
 
+  /// 16 lowercase hex digits of a random 64-bit value (one allocation: it runs per send).
   private func makeID() -> String {
     let value = random.next()
-    let hex = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
+    return String(unsafeUninitializedCapacity: 16) { buffer in
+      for i in 0..<16 {
+        let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
+        buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+      }
+      return 16
+    }
   }
 
   private func appendAddLine(_ entry: OutboxEntry, to out: inout [UInt8]) {
-    out += Array(#"{"op":"add","id":"#.utf8)
-    JSONString.append(entry.id, to: &out)
-    out += Array(#","room":"#.utf8)
-    out += entry.room?.json ?? Array("null".utf8)
-    out += Array(#","count":"#.utf8)
-    out += Array(String(entry.count).utf8)
-    out += Array(#","time":""#.utf8)
-    entry.created.append(to: &out)
-    out += Array(#"","text":"#.utf8)
-    JSONString.append(entry.text, to: &out)
-    out += Array("}\n".utf8)
+    out.append(#"{"op":"add","id":"# as StaticString)
+    out.appendJSONString(entry.id)
+    out.append(#","room":"# as StaticString)
+    if let room = entry.room { out += room.json } else { out.append("null" as StaticString) }
+    out.append(#","count":"# as StaticString)
+    out.appendDecimal(entry.count)
+    out.append(#","time":""# as StaticString)
+    timeFormatter.append(entry.created, to: &out)
+    out.append(#"","text":"# as StaticString)
+    out.appendJSONString(entry.text)
+    out.append("}\n" as StaticString)
   }
 
   private func scheduleFlush() {
@@ -170,7 +228,7 @@ public final class Outbox {
     batch = []
     batchEntries = []
     inFlight = true
-    inFlightCount = entries.count
+    inFlightEntries = entries.map(\.0)
     let compact: [UInt8]? = compactionImage()
     let file = self.file
     disk.submit(
@@ -193,18 +251,15 @@ public final class Outbox {
     entries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)]
   ) {
     inFlight = false
-    inFlightCount = 0
-    for (entry, _) in entries {
-      accepting[entry.id, default: 1] -= 1
-      if accepting[entry.id] == 0 { accepting[entry.id] = nil }
-    }
     switch result {
     case .success:
-      pending += entries.map(\.0)
+      self.entries += inFlightEntries
+      inFlightEntries = []
       for (entry, completion) in entries { completion(.success(entry)) }
       if !entries.isEmpty { onEnqueued?() }
     case .failure(let error):
       // The write was rolled back: none of these messages is in the outbox.
+      inFlightEntries = []
       for (_, completion) in entries { completion(.failure(.storageFailed(error))) }
     }
     flush()
@@ -264,7 +319,8 @@ public final class Outbox {
       }
     }
     if goodLength < data.count { try file.truncate(to: goodLength) }
-    pending = order.compactMap { byID[$0] }
+    entries = order.compactMap { byID[$0] }
+    head = 0
     nextCount = maxCount + 1
   }
 }

@@ -2,6 +2,9 @@
 public struct RoomID: Sendable, Hashable, Comparable, CustomStringConvertible {
   /// The room as configured or requested, e.g. "7" or "ops".
   public let name: String
+  /// The room as a JSON value: computed once, since every outgoing message and stored
+  /// record carries it.
+  public let json: [UInt8]
 
   /// Creates a room id; nil for names that are empty, too long or contain control characters.
   public init?(_ name: String) {
@@ -9,22 +12,27 @@ public struct RoomID: Sendable, Hashable, Comparable, CustomStringConvertible {
       !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
     else { return nil }
     self.name = name
+    if Self.isNumeric(name) {
+      json = Array(name.utf8)
+    } else {
+      var out: [UInt8] = []
+      JSONString.append(name, to: &out)
+      json = out
+    }
   }
 
   /// Whether the name is a canonical non-negative integer (sent as a JSON number).
-  public var isNumeric: Bool {
-    let bytes = Array(name.utf8)
+  public var isNumeric: Bool { Self.isNumeric(name) }
+
+  private static func isNumeric(_ name: String) -> Bool {
+    let bytes = name.utf8
     return !bytes.isEmpty && bytes.count <= 18 && bytes.allSatisfy(\.isDigit)
-      && (bytes.count == 1 || bytes[0] != UInt8(ascii: "0"))
+      && (bytes.count == 1 || bytes.first != UInt8(ascii: "0"))
   }
 
-  /// The room as a JSON value.
-  public var json: [UInt8] {
-    if isNumeric { return Array(name.utf8) }
-    var out: [UInt8] = []
-    JSONString.append(name, to: &out)
-    return out
-  }
+  public static func == (lhs: RoomID, rhs: RoomID) -> Bool { lhs.name == rhs.name }
+
+  public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
   /// Reads a room from a JSON value (a number or a string), as the backend sent it.
   public init?(json raw: UnsafeRawBufferPointer) {

@@ -38,6 +38,13 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   private let sender: String
   private let topKeys: [[UInt8]]
   private let nestedKeys: [[UInt8]]
+  // The constant pieces of a send-message envelope, quoted once here instead of for every
+  // message: `{"event":"send-message","data":{"room_id":`, `,"message":`,
+  // `,"sender":"…","count":` and `,"client_id":`.
+  private let sendOpening: [UInt8]
+  private let messageKey: [UInt8]
+  private let senderAndCountKey: [UInt8]
+  private let clientIDKey: [UInt8]
 
   /// Creates the adapter.
   public init(names: Configuration.Envelope = Configuration.Envelope(), sender: String) {
@@ -45,6 +52,21 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     self.sender = sender
     topKeys = [Array(names.eventField.utf8), Array(names.dataField.utf8)]
     nestedKeys = [Array(names.roomField.utf8), Array(names.clientIDField.utf8)]
+    var opening: [UInt8] = []
+    Self.open(names, names.sendEvent, into: &opening)
+    Self.key(names.roomField, into: &opening, first: true)
+    sendOpening = opening
+    var message: [UInt8] = []
+    Self.key(names.messageField, into: &message)
+    messageKey = message
+    var senderAndCount: [UInt8] = []
+    Self.key(names.senderField, into: &senderAndCount)
+    JSONString.append(sender, to: &senderAndCount)
+    Self.key(names.countField, into: &senderAndCount)
+    senderAndCountKey = senderAndCount
+    var clientID: [UInt8] = []
+    Self.key(names.clientIDField, into: &clientID)
+    clientIDKey = clientID
   }
 
   public var hasRooms: Bool { true }
@@ -55,31 +77,35 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
 
   private func roomEvent(_ event: String, _ room: RoomID) -> Message {
     var out: [UInt8] = []
-    open(event, into: &out)
-    key(names.roomField, into: &out, first: true)
+    Self.open(names, event, into: &out)
+    Self.key(names.roomField, into: &out, first: true)
     out += room.json
     out += Array("}}".utf8)
     return .text(out)
   }
 
   public func encode(_ entry: OutboxEntry) -> Message {
+    // Every streamed send passes here: one allocation, sized up front.
     var out: [UInt8] = []
-    open(names.sendEvent, into: &out)
-    key(names.roomField, into: &out, first: true)
-    out += entry.room?.json ?? Array("null".utf8)
-    key(names.messageField, into: &out)
-    JSONString.append(entry.text, to: &out)
-    key(names.senderField, into: &out)
-    JSONString.append(sender, to: &out)
-    key(names.countField, into: &out)
-    out += Array(String(entry.count).utf8)
-    key(names.clientIDField, into: &out)
-    JSONString.append(entry.id, to: &out)
-    out += Array("}}".utf8)
+    out.reserveCapacity(
+      sendOpening.count + messageKey.count + senderAndCountKey.count + clientIDKey.count
+        + entry.text.utf8.count + entry.id.utf8.count + 48)
+    out += sendOpening
+    if let room = entry.room { out += room.json } else { out.append("null" as StaticString) }
+    out += messageKey
+    out.appendJSONString(entry.text)
+    out += senderAndCountKey
+    out.appendDecimal(entry.count)
+    out += clientIDKey
+    out.appendJSONString(entry.id)
+    out.append(UInt8(ascii: "}"))
+    out.append(UInt8(ascii: "}"))
     return .text(out)
   }
 
-  private func open(_ event: String, into out: inout [UInt8]) {
+  private static func open(
+    _ names: Configuration.Envelope, _ event: String, into out: inout [UInt8]
+  ) {
     out.append(UInt8(ascii: "{"))
     JSONString.append(names.eventField, to: &out)
     out.append(UInt8(ascii: ":"))
@@ -89,7 +115,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     out += Array(":{".utf8)
   }
 
-  private func key(_ name: String, into out: inout [UInt8], first: Bool = false) {
+  private static func key(_ name: String, into out: inout [UInt8], first: Bool = false) {
     if !first { out.append(UInt8(ascii: ",")) }
     JSONString.append(name, to: &out)
     out.append(UInt8(ascii: ":"))

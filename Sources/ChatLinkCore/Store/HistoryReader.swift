@@ -38,6 +38,13 @@ public enum HistoryReader {
       t.append(to: &out)
       return out
     }
+    // Two buffers for the whole query, reused for every chunk: a rare room reads the whole
+    // store, and a fresh 256 KiB array per chunk is a fresh mapping (above malloc's mmap
+    // threshold) whose pages are faulted in and zeroed each time.
+    let chunkSize = 256 * 1024
+    var readBuffer = [UInt8](repeating: 0, count: chunkSize)
+    var chunk: [UInt8] = []
+    chunk.reserveCapacity(chunkSize + 64 * 1024)
     for path in paths {
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       if fd < 0 {
@@ -50,27 +57,28 @@ public enum HistoryReader {
       var end = Int(info.st_size)
       var carry: [UInt8] = []
       var first = true
-      let chunkSize = 256 * 1024
       while end > 0 || !carry.isEmpty {
         let start = max(0, end - chunkSize)
-        var chunk = [UInt8](repeating: 0, count: end - start)
+        let wanted = end - start
         var done = 0
-        while done < chunk.count {
-          let n = chunk.withUnsafeMutableBytes {
-            pread(fd, $0.baseAddress! + done, $0.count - done, off_t(start + done))
+        while done < wanted {
+          let n = readBuffer.withUnsafeMutableBytes {
+            pread(fd, $0.baseAddress! + done, wanted - done, off_t(start + done))
           }
           if n < 0 && errno == EINTR { continue }
           if n <= 0 { break }
           done += n
         }
-        chunk = Array(chunk[..<done]) + carry
+        chunk.removeAll(keepingCapacity: true)
+        chunk.append(contentsOf: readBuffer[..<done])
+        chunk.append(contentsOf: carry)
         carry = []
         if first {
           // The live file may end in a line still being written: ignore it.
           if let last = chunk.lastIndex(of: 0x0A) {
             chunk.removeSubrange((last + 1)...)
           } else {
-            chunk = []
+            chunk.removeAll(keepingCapacity: true)
           }
           first = false
         }
