@@ -1,7 +1,7 @@
 """`make chaos`: chatlinkd under faults, with figures. Run through chaos/run.sh.
 
 Environment:
-    CHAOS_QUICK=1           everything scaled down (about 3 minutes)
+    CHAOS_QUICK=1           everything scaled down (about 6 minutes)
     CHAOS_SOAK_SECONDS=N    the soak's length (default 1200; 60 with CHAOS_QUICK)
     CHAOS_ONLY=a,b          only these scenarios (network backend crash disk abuse soak security)
     CHAOS_SEED=N            the random seed (printed; rerun with it to repeat a run's choices)
@@ -187,7 +187,7 @@ def main() -> int:
     signal.signal(signal.SIGHUP, _interrupt)
     signal.signal(signal.SIGALRM, _deadline)
     soak = float(os.environ.get("CHAOS_SOAK_SECONDS", "60" if QUICK else "1200"))
-    budget = int(os.environ.get("CHAOS_TIMEOUT", str(int(soak + (900 if not QUICK else 420)))))
+    budget = int(os.environ.get("CHAOS_TIMEOUT", str(int(soak + (1500 if not QUICK else 600)))))
     signal.alarm(budget)
     only = [s for s in os.environ.get("CHAOS_ONLY", "").replace(" ", ",").split(",") if s]
     unknown = [s for s in only if s not in {n for n, _, _ in SCENARIOS}]

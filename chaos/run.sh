@@ -3,7 +3,7 @@
 # faults, with figures (issue 7). See chaos/README.md.
 #
 #   chaos/run.sh                       the full suite: about 30 minutes, 20 of them the soak
-#   CHAOS_QUICK=1 chaos/run.sh         everything scaled down: about 3 minutes
+#   CHAOS_QUICK=1 chaos/run.sh         everything scaled down: about 6 minutes
 #   CHAOS_SOAK_SECONDS=300             a shorter or longer soak
 #   CHAOS_ONLY=network,crash           only some scenarios
 #   CHAOS_SEED=1234                    repeat a run's random choices
@@ -27,13 +27,17 @@ if [ ! -x "$python" ] || ! "$python" -c "import pytest, websockets, varlink, cry
   echo "chaos: $repo/.venv lacks the test packages; run scripts/setup.sh --test first" >&2
   exit 2
 fi
-for tool in ip tc setpriv unshare gcore readelf ps; do
-  command -v "$tool" >/dev/null || { echo "chaos: needs $tool" >&2; exit 2; }
+for tool in ip tc setpriv unshare prlimit gcore readelf strace ps; do
+  command -v "$tool" >/dev/null || {
+    echo "chaos: needs $tool (apt-get install iproute2 util-linux gdb binutils strace procps)" >&2
+    exit 2
+  }
 done
 
 if [ -z "${CHATLINK_BIN:-}" ]; then
-  echo "chaos: building chatlinkd (debug)" >&2
+  echo "chaos: building chatlinkd and chatlinkctl (debug)" >&2
   swift build --product chatlinkd >&2
+  swift build --product chatlinkctl >&2
   CHATLINK_BIN=$(swift build --show-bin-path)
 fi
 if [ ! -x "$CHATLINK_BIN/chatlinkd" ]; then
@@ -47,6 +51,7 @@ mkdir -p "$run_dir/bin"
 # A private copy: a rebuild during the run (others work in this tree) cannot swap the binary
 # between two restarts of the crash scenario.
 cp "$CHATLINK_BIN/chatlinkd" "$run_dir/bin/chatlinkd"
+[ -x "$CHATLINK_BIN/chatlinkctl" ] && cp "$CHATLINK_BIN/chatlinkctl" "$run_dir/bin/chatlinkctl"
 export CHATLINK_BIN_ORIGIN="$CHATLINK_BIN/chatlinkd"
 export CHATLINK_BIN="$run_dir/bin"
 export CHAOS_RUN_DIR="$run_dir"

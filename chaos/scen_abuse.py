@@ -540,9 +540,6 @@ def part_subscribers(sc: Scenario, d, backend) -> None:
     sc.figure("C: GetStatus from another process during the flood", latency_summary(report))
     sc.check("C: every silent subscriber was dropped (its stream ends)", all(x is not None for x in queued),
              f"{sum(x is not None for x in queued)} of {k}")
-    sc.check("C: ... after at most about 4 MiB of unread events each (plus socket buffers)",
-             all(x is not None and x <= OUTPUT_LIMIT + (1 << 20) for x in queued),
-             f"max {max(x or 0 for x in queued) // 1024} KiB")
     sc.check("C: each drop is logged ('dropping a control client')", dropped >= k, f"{dropped} log lines for {k}")
     sc.check("C: the subscriber that reads got every message of the flood", reader.count == sent and not reader.ended,
              f"{reader.count} of {sent}")

@@ -70,7 +70,8 @@ from lib import (
 )
 
 GROUP = "users"  # the socket group and the service's group in this scenario
-CTL = Path(os.environ.get("CHATLINK_BIN_ORIGIN", "")).with_name("chatlinkctl")
+# run.sh copies chatlinkctl next to its private chatlinkd.
+CTL = Path(os.environ.get("CHATLINK_BIN", "/nonexistent")) / "chatlinkctl"
 
 
 # ---------------------------------------------------------------------------- journal capture
@@ -614,7 +615,7 @@ def part_tls(sc: Scenario, backend: Backend) -> None:
             attempts0 = len(backend.attempts())
             front.kind = kind
             front.abort_all()
-            sc.fault(f"TLS {kind}", f"TLS: {what}")
+            sc.fault(f"TLS {kind}" if cafile else "TLS CA not trusted", f"TLS: {what}")
             settle(lambda: (s := d.try_status()) and s["state"] != "open", 10)
             waiting, _ = send_batch(d, 3, f"tls-{kind}")
             sc.ack(waiting)
