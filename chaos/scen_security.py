@@ -53,7 +53,6 @@ from lib import (
     FIXTURES,
     RUN_DIR,
     Backend,
-    ChaosDaemon,
     Scenario,
     audit_scenario,
     core_metadata,
