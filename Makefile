@@ -6,7 +6,7 @@ STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e clean
+.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e chaos chaos-quick clean
 
 all: build
 
@@ -55,6 +55,14 @@ autobahn:
 
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Faults with figures (chaos/README.md): network, backend, kill -9, disk full, control-socket
+# abuse, a 20-minute soak, security. Needs root; about 30 minutes, chaos-quick about 6.
+chaos:
+	chaos/run.sh
+
+chaos-quick:
+	CHAOS_QUICK=1 chaos/run.sh
 
 # dist/chatlink_<version>_amd64.deb, static Swift runtime, stripped.
 deb: setup

@@ -161,6 +161,89 @@ final class MessageStoreTests: XCTestCase {
     XCTAssertNil(failures.last ?? nil)
   }
 
+  /// While writes fail, a steady stream of records must not cost a failing write each: the
+  /// store retries once a second (README, "What happens when…": disk full).
+  func testWhileWritesFailTheyAreRetriedOnceASecondNotForEveryRecord() throws {
+    let store = try open(sync: .batch)
+    store.append(direction: .inbound, room: nil, payload: .text(Array("first".utf8)))
+    var done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    var attempts = 0
+    store.onWritten = { attempts += 1 }
+
+    signal(SIGXFSZ, SIG_IGN)
+    var old = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    var limited = rlimit(
+      rlim_cur: rlim_t((FileSystem.size(store.path) ?? 0) + 10), rlim_max: old.rlim_max)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
+    // A record every loop iteration for 1.5 s, as a steady inbound stream brings them.
+    let start = loop.now
+    var count: UInt64 = 1
+    while loop.now - start < 1_500_000 {
+      store.append(direction: .inbound, room: nil, payload: .text(Array("r \(count)".utf8)))
+      count += 1
+      try loop.runOnce(timeout: 5_000)
+    }
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    XCTAssertNotNil(store.failure)
+    XCTAssertGreaterThan(count, 50)
+    // The first failure, then one retry a second.
+    XCTAssertLessThanOrEqual(attempts, 3, "\(attempts) write attempts for \(count) records")
+
+    done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    XCTAssertNil(store.failure)
+    XCTAssertEqual(seqs(), Array(1...count))
+  }
+
+  /// A rotation that cannot create the new file (no inode, no fd) fails the write before
+  /// anything is appended: no record is written twice, messages.jsonl stays, and the rotation
+  /// completes once files can be created again.
+  func testARotationThatCannotCreateTheNewFileWritesNothingTwice() throws {
+    let store = try open(sync: .always, maxFileSize: 1024, maxFiles: 4)
+    let payload = Message.text(Array(String(repeating: "r", count: 200).utf8))
+    var written = 0
+    store.onWritten = { written += 1 }
+    func appendAndWrite() throws {
+      let before = written
+      store.append(direction: .inbound, room: nil, payload: payload)
+      try spin(loop) { written > before }
+    }
+    for _ in 0..<3 { try appendAndWrite() }
+
+    // No fd left: opening the new file fails, as it fails on a filesystem without inodes.
+    let probe = Glibc.open("/dev/null", O_RDONLY)
+    Glibc.close(probe)
+    var old = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &old)
+    var limited = rlimit(rlim_cur: rlim_t(probe), rlim_max: old.rlim_max)
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limited)
+    var appended: UInt64 = 3
+    while store.failure == nil && appended < 30 {
+      try appendAndWrite()
+      appended += 1
+    }
+    // Let the retry timer run a couple of times.
+    let start = loop.now
+    try spin(loop) { loop.now - start > 2_200_000 }
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &old)
+    XCTAssertNotNil(store.failure)
+    XCTAssertEqual(FileManager.default.fileNames(atPath: dir.path), ["messages.jsonl"])
+    let before = seqs()
+    XCTAssertEqual(before, (0..<before.count).map { UInt64($0 + 1) })
+
+    var done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    XCTAssertNil(store.failure)
+    XCTAssertEqual(
+      FileManager.default.fileNames(atPath: dir.path), ["messages.jsonl", "messages.jsonl.1"])
+    XCTAssertEqual(seqs("messages.jsonl.1") + seqs(), Array(1...appended))
+  }
+
   func testStoreFilesAreCreatedWithMode0640() throws {
     _ = try open()
     var info = stat()

@@ -432,8 +432,8 @@ public final class BackendSession: WebSocketClientDelegate {
         problem = "the backend refused the credentials (HTTP \(head.status)); check TokenFile="
         delay = backoff.maximum
       case 429, 503:
-        if case .seconds(let seconds) = head.retryAfter {
-          delay = min(max(Double(seconds), backoff.minimum), 3600)
+        if let asked = head.retryAfter, let seconds = RetryAfterDelay.seconds(asked) {
+          delay = min(max(seconds, backoff.minimum), 3600)
           text += "; honouring Retry-After"
         } else {
           delay = backoff.nextDelay()

@@ -116,7 +116,10 @@ public final class MessageStore {
     durableSeq = lastSeq
     bufferLastSeq = lastSeq
     syncTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flush() }
-    retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in self.flush() }
+    retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in
+      self.retryPending = false
+      self.flush()
+    }
   }
 
   /// The live file's path.
@@ -165,9 +168,12 @@ public final class MessageStore {
   }
 
   private var forceSync = false
+  /// After a failed write, the next attempt waits for the retry timer (once a second), not
+  /// for the next record: a full disk must not cost a failing write per inbound message.
+  private var retryPending = false
 
   private func flush() {
-    guard !inFlight else { return }
+    guard !inFlight, !retryPending else { return }
     let now = loop.now
     let unsynced = writtenSeq > durableSeq || !buffer.isEmpty
     var sync: Bool
@@ -226,6 +232,7 @@ public final class MessageStore {
       let first = failure == nil
       failure = error
       if first { onHealthChange?(error) }
+      retryPending = true
       retryTimer?.schedule(after: 1_000_000)
       return
     }

@@ -35,12 +35,16 @@ final class RotatingLog: @unchecked Sendable {
     generation == 0 ? path : "\(path).\(generation)"
   }
 
-  /// Appends a chunk of whole lines, then syncs if asked, rotating when the file is full.
+  /// Rotates when the file is full, then appends a chunk of whole lines and syncs if asked.
+  ///
+  /// `.failed` always means the chunk is not in the file, so the caller can keep it and try
+  /// again: the rotation comes first, and a rotation that fails (no inode left for the new
+  /// file) fails the write before anything is appended.
   func write(_ chunk: [UInt8], sync: Bool) -> Outcome {
     do {
+      if current.size >= maxFileSize { try rotate() }
       if !chunk.isEmpty { try current.append(chunk) }
       if sync { try current.sync() }
-      if current.size >= maxFileSize { try rotate() }
       return .written(synced: sync)
     } catch {
       return .failed(error)
@@ -50,6 +54,11 @@ final class RotatingLog: @unchecked Sendable {
   private func rotate() throws(SystemError) {
     // The old file's lines were promised durable or will be: sync before it changes name.
     try current.sync()
+    // The new live file is made first, under a name no reader looks at, so a failure (no
+    // inode, no fd) leaves every file as it was rather than the live one renamed away.
+    let temporary = directory + "/." + name + ".new"
+    let fresh = try AppendFile(path: temporary)
+    if fresh.size > 0 { try fresh.truncate(to: 0) }  // left by a crash in the middle of this
     for generation in stride(from: maxFiles - 1, through: 1, by: -1) {
       let from = path(generation: generation - 1)
       let to = path(generation: generation)
@@ -57,7 +66,7 @@ final class RotatingLog: @unchecked Sendable {
       if rename(from, to) != 0 && errno != ENOENT { throw .last("rename \(from)") }
     }
     if maxFiles == 1 { unlink(path(generation: 1)) }
-    let fresh = try AppendFile(path: path)
+    guard rename(temporary, path) == 0 else { throw .last("rename \(temporary)") }
     current.close()
     current = fresh
     AppendFile.syncDirectory(directory)
