@@ -40,6 +40,14 @@ public final class UnixListener {
   private let fd: Int32
   private let loop: EventLoop
   private var watcher: IOWatcher?
+  /// A descriptor held in reserve for when the process runs out of them (EMFILE/ENFILE):
+  /// the listener stays readable while a client waits, so without a free descriptor to take
+  /// the client and close it, the loop would spin on accept() at full CPU.
+  private var reserveFD: Int32 = -1
+  /// Re-enables accepting after a pause, when not even the reserve could be had.
+  private var resumeTimer: Timer?
+  /// Called with the errno when a client had to be turned away for lack of descriptors.
+  public var onShed: ((Int32) -> Void)?
 
   /// Binds `path` with `mode` and group `group` (nil keeps ours), replacing a stale socket.
   ///
@@ -117,10 +125,22 @@ public final class UnixListener {
   private func startAccepting(_ accepted: @escaping (SocketStream, PeerCredentials?) -> Void)
     throws(SystemError)
   {
+    reserveFD = Self.openReserve()
+    resumeTimer = try loop.makeTimer(accuracy: 10_000) { [unowned self] in
+      if self.reserveFD < 0 { self.reserveFD = Self.openReserve() }
+      self.watcher?.isEnabled = true
+    }
     watcher = try loop.watch(fd: fd, events: .readable) { [unowned self] _ in
       while true {
         let client = accept(self.fd, nil, nil)
-        guard client >= 0 else { return }
+        guard client >= 0 else {
+          let error = errno
+          if error == EMFILE || error == ENFILE {
+            guard self.shed(error) else { return }
+            continue
+          }
+          return
+        }
         _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
         _ = fcntl(client, F_SETFD, FD_CLOEXEC)
         let credentials = PeerCredentials.of(fd: client)
@@ -134,8 +154,41 @@ public final class UnixListener {
     }
   }
 
+  /// Turns one waiting client away when no descriptor is free: the reserve is given up to
+  /// accept it, it is closed at once (the client sees the connection end, not a hang), and
+  /// the reserve is taken back. Returns whether accepting may go on; when the reserve cannot
+  /// be had (a worker thread took the freed descriptor), accepting pauses for 100 ms instead.
+  private func shed(_ error: Int32) -> Bool {
+    guard reserveFD >= 0 else {
+      pause()
+      return false
+    }
+    Glibc.close(reserveFD)
+    reserveFD = -1
+    let client = accept(fd, nil, nil)
+    if client >= 0 { Glibc.close(client) }
+    reserveFD = Self.openReserve()
+    onShed?(error)
+    guard client >= 0, reserveFD >= 0 else {
+      pause()
+      return false
+    }
+    return true
+  }
+
+  private func pause() {
+    watcher?.isEnabled = false
+    resumeTimer?.schedule(after: 100_000)
+  }
+
+  private static func openReserve() -> Int32 {
+    open("/dev/null", O_RDONLY | O_CLOEXEC)
+  }
+
   deinit {
+    resumeTimer?.cancel()
     watcher?.cancel()
+    if reserveFD >= 0 { Glibc.close(reserveFD) }
     Glibc.close(fd)
     if let path { unlink(path) }
   }

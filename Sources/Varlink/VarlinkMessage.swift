@@ -10,6 +10,21 @@ public struct VarlinkCall: Sendable, Hashable {
   public var oneway: Bool
   /// The caller accepts several replies (streaming).
   public var more: Bool
+  /// A server's own bookkeeping for the call (its place in the connection's call order, so
+  /// replies can leave in that order); never on the wire, and not part of equality.
+  public var tag: UInt64 = 0
+
+  public static func == (lhs: VarlinkCall, rhs: VarlinkCall) -> Bool {
+    lhs.method == rhs.method && lhs.parameters == rhs.parameters && lhs.oneway == rhs.oneway
+      && lhs.more == rhs.more
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(method)
+    hasher.combine(parameters)
+    hasher.combine(oneway)
+    hasher.combine(more)
+  }
 
   /// Creates a call.
   public init(

@@ -18,6 +18,17 @@ final class VarlinkCodecTests: XCTestCase {
     XCTAssertEqual(call.interface, "io.chatlink.Daemon")
   }
 
+  /// The tag is a server's bookkeeping: never encoded, and two tags of one call are equal.
+  func testTheTagIsNeitherEncodedNorPartOfEquality() throws {
+    var call = VarlinkCall(method: "a.b.C", parameters: .object([("x", .int(1))]), more: true)
+    let plain = call
+    call.tag = 42
+    XCTAssertEqual(call.encoded, plain.encoded)
+    XCTAssertEqual(call, plain)
+    XCTAssertEqual(call.hashValue, plain.hashValue)
+    XCTAssertEqual(try VarlinkCall.decode(Array(call.encoded.dropLast())).tag, 0)
+  }
+
   func testFramerSplitsAtNULAcrossChunksAndRefusesOversizedMessages() throws {
     var framer = VarlinkFramer(limit: 10)
     let first = try Array("abc\0de".utf8).withUnsafeBytes { try framer.append($0) }

@@ -171,6 +171,46 @@ def test_unknown_methods_get_method_not_found_and_the_connection_stays_usable(da
     s.close()
 
 
+def test_replies_to_pipelined_calls_come_in_call_order_when_earlier_calls_finish_later(make_daemon):
+    # Varlink has no request ids: a client matches replies to calls by their order. Send is
+    # answered once the outbox is fsynced (Sync=always makes that slow), History on the
+    # reader thread, Send with "more" only when confirmed; the calls after each must wait.
+    daemon = make_daemon({"Store": {"Sync": "always"}, "Backend": {"PingIntervalSec": 1}})
+    daemon.wait_state("open")
+    s = connect(daemon.socket_path)
+    calls = [
+        {"method": "io.chatlink.Daemon.Send", "parameters": {"room": "7", "text": "first"}},
+        {"method": "io.chatlink.Daemon.ListRooms"},
+        {"method": "io.chatlink.Daemon.History", "parameters": {"limit": 1}},
+        {"method": "io.chatlink.Daemon.GetStatus", "oneway": True},
+        {"method": "io.chatlink.Daemon.GetStatus"},
+        {"method": "io.chatlink.Daemon.Send", "parameters": {"room": "7", "text": "watched"}, "more": True},
+        {"method": "io.chatlink.Daemon.Nope"},
+        {"method": "io.chatlink.Daemon.ListRooms"},
+    ]
+    s.sendall(b"".join(json.dumps(m).encode() + b"\0" for m in calls))
+    replies = []
+    while len(replies) < 12:
+        reply = s.reply(timeout=20)
+        replies.append(reply)
+        if reply.get("error") == "org.varlink.service.MethodNotFound":
+            replies.append(s.reply(timeout=20))
+            break
+    s.close()
+    kinds = []
+    for r in replies:
+        p = r.get("parameters", {})
+        kinds.append(
+            "error" if "error" in r else "rooms" if "rooms" in p else "records" if "records" in p
+            else "status" if "status" in p else f"send:{p.get('state')}" if "state" in p else repr(r))
+    # The watched send's replies (queued, sent, confirmed) all come before the calls after it.
+    watched = kinds[4:-2]
+    assert kinds[:4] == ["send:queued", "rooms", "records", "status"], kinds
+    assert watched[0] == "send:queued" and watched[-1] == "send:confirmed", kinds
+    assert all(k.startswith("send:") for k in watched), kinds
+    assert kinds[-2:] == ["error", "rooms"], kinds
+
+
 INVALID = [
     ("io.chatlink.Daemon.Send", {"room": "7", "text": 5}, "text"),
     ("io.chatlink.Daemon.Send", {"room": "7"}, "text"),

@@ -1,4 +1,5 @@
 import EventLoop
+import Glibc
 import Transport
 import Varlink
 
@@ -48,6 +49,22 @@ public final class ControlServer {
       listener = try UnixListener(
         loop: loop, path: path, mode: mode, group: trustedGroup, accepted: accept)
     }
+    listener?.onShed = { [weak self] error in self?.shed(error) }
+  }
+
+  /// When descriptors ran out; logged at most once a second, with how many were shed.
+  private var shedCount = 0
+  private var lastShedLog: Microseconds = 0
+
+  private func shed(_ error: Int32) {
+    shedCount += 1
+    let now = loop.now
+    guard now - lastShedLog >= 1_000_000 else { return }
+    logger.warning(
+      "out of file descriptors; turning control clients away",
+      ["error": String(cString: strerror(error)), "clients": String(shedCount)])
+    shedCount = 0
+    lastShedLog = now
   }
 
   /// Stops listening and removes the socket file we created (not an inherited one), so a
@@ -111,17 +128,40 @@ public final class ControlConnection: ByteStreamDelegate {
   private var framer = VarlinkFramer(limit: ControlServer.requestLimit)
   private var closing = false
   /// The room filter of an active Subscribe stream (`.some(nil)`: every room).
-  var subscription: RoomID??
-  /// Client ids whose Send call asked for further replies.
-  private(set) var watchedSends: Set<String> = []
+  private(set) var subscription: RoomID??
+  /// The Subscribe call's tag, for the order of its events among other replies.
+  private var subscriptionTag: UInt64 = 0
+  /// Client ids whose Send call asked for further replies, with that call's tag.
+  private(set) var watchedSends: [String: UInt64] = [:]
 
-  func watchSend(_ id: String) {
-    if watchedSends.insert(id).inserted { server.watchedSendCount += 1 }
+  /// Starts the Subscribe stream of `call`.
+  func subscribe(_ call: VarlinkCall, room: RoomID?) {
+    subscription = .some(room)
+    subscriptionTag = call.tag
   }
 
-  func unwatchSend(_ id: String) {
-    if watchedSends.remove(id) != nil { server.watchedSendCount -= 1 }
+  func watchSend(_ id: String, call: VarlinkCall) {
+    if watchedSends.updateValue(call.tag, forKey: id) == nil { server.watchedSendCount += 1 }
   }
+
+  /// A further reply about a watched send; the final one ends the watch.
+  func pushReceipt(_ reply: VarlinkReply, id: String) {
+    guard let tag = watchedSends[id] else { return }
+    if !reply.continues, watchedSends.removeValue(forKey: id) != nil {
+      server.watchedSendCount -= 1
+    }
+    deliver(reply.encoded, tag: tag, final: !reply.continues)
+  }
+
+  // Varlink has no request ids: a client matches replies to calls by order, so they must
+  // leave in call order even when an earlier call is answered later (Send waits for the
+  // outbox's fsync, History for the reader thread, Ping for the backend). Each call that
+  // expects a reply gets a tag as it is read; replies to the oldest unfinished call (the
+  // head) go out at once, later calls' replies wait in `held` until the head finishes.
+  private var nextTag: UInt64 = 1
+  private var headTag: UInt64 = 1
+  private var held: [UInt64: (bytes: [UInt8], final: Bool)] = [:]
+  private var heldBytes = 0
 
   init(server: ControlServer, stream: SocketStream, access: Access) {
     self.server = server
@@ -147,7 +187,11 @@ public final class ControlConnection: ByteStreamDelegate {
     for message in messages {
       guard !closing else { return }
       do {
-        let call = try VarlinkCall.decode(message)
+        var call = try VarlinkCall.decode(message)
+        if !call.oneway {
+          call.tag = nextTag
+          nextTag += 1
+        }
         server.dispatch(call, from: self)
       } catch {
         fail(error)
@@ -158,7 +202,7 @@ public final class ControlConnection: ByteStreamDelegate {
 
   /// Answers a request that cannot be parsed, then closes: the stream cannot be trusted.
   private func fail(_ error: VarlinkError) {
-    send(VarlinkReply(error).encoded)
+    queue(VarlinkReply(error).encoded)
     flushOutput()
     close()
   }
@@ -166,12 +210,48 @@ public final class ControlConnection: ByteStreamDelegate {
   /// Sends a reply unless the call was oneway.
   func reply(_ reply: VarlinkReply, to call: VarlinkCall) {
     guard !call.oneway else { return }
-    send(reply.encoded)
+    deliver(reply.encoded, tag: call.tag, final: !reply.continues)
   }
 
-  /// Sends a streamed reply (an event); drops the client if it has stopped reading.
+  /// Sends an encoded reply (NUL included) to `call`, unless it was oneway.
+  func send(_ bytes: [UInt8], to call: VarlinkCall, final: Bool) {
+    guard !call.oneway else { return }
+    deliver(bytes, tag: call.tag, final: final)
+  }
+
+  /// Sends an event of the Subscribe stream; drops the client if it has stopped reading.
   func push(_ reply: VarlinkReply) {
-    send(reply.encoded)
+    deliver(reply.encoded, tag: subscriptionTag, final: !reply.continues)
+  }
+
+  /// Sends now if `tag` is the head (or untagged), else holds the bytes until it is.
+  private func deliver(_ bytes: [UInt8], tag: UInt64, final: Bool) {
+    guard !closing else { return }
+    guard tag > headTag else {
+      queue(bytes)
+      if final && tag == headTag { advanceHead() }
+      return
+    }
+    var entry = held[tag] ?? ([], false)
+    entry.bytes += bytes
+    entry.final = entry.final || final
+    held[tag] = entry
+    heldBytes += bytes.count
+    if heldBytes + stream.pendingWriteCount + output.count > ControlServer.outputLimit {
+      server.dropped(self, reason: "\(heldBytes) bytes of replies held behind an earlier call")
+      close()
+    }
+  }
+
+  /// The head call finished: the next calls' held replies go out, in order.
+  private func advanceHead() {
+    headTag += 1
+    while let entry = held.removeValue(forKey: headTag) {
+      heldBytes -= entry.bytes.count
+      queue(entry.bytes)
+      guard entry.final else { return }
+      headTag += 1
+    }
   }
 
   /// Replies made in one loop iteration leave in one write: a client pipelining thousands of
@@ -179,8 +259,8 @@ public final class ControlConnection: ByteStreamDelegate {
   private var output: [UInt8] = []
   private var flushPosted = false
 
-  /// Queues encoded reply bytes (a whole reply, NUL included).
-  func send(_ bytes: [UInt8]) {
+  /// Queues encoded reply bytes (a whole reply, NUL included) for the next write.
+  private func queue(_ bytes: [UInt8]) {
     guard !closing else { return }
     output += bytes
     if stream.pendingWriteCount + output.count > ControlServer.outputLimit {
@@ -221,6 +301,8 @@ public final class ControlConnection: ByteStreamDelegate {
 
   private func forgetWatches() {
     server.watchedSendCount -= watchedSends.count
-    watchedSends = []
+    watchedSends = [:]
+    held = [:]
+    heldBytes = 0
   }
 }

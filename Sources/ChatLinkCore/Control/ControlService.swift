@@ -75,7 +75,7 @@ public final class ControlService {
           throw VarlinkError.invalidParameter(
             name: "more", reason: "Subscribe streams: call it with \"more\": true")
         }
-        connection.subscription = .some(try room(call, required: false))
+        connection.subscribe(call, room: try room(call, required: false))
         connection.push(
           VarlinkReply(
             parameters: .object(["event": event("status", ["text": .string(status().text)])]),
@@ -184,11 +184,12 @@ public final class ControlService {
       guard let connection, connection.isOpen else { return }
       switch result {
       case .success(let entry):
-        if call.more { connection.watchSend(entry.id) }
-        guard !call.oneway else { return }
+        if call.more { connection.watchSend(entry.id, call: call) }
         // `chatlinkctl send -` streams these by the hundred thousand: written straight to
         // bytes, the same JSON `receipt` builds.
-        connection.send(Self.encodedReceipt(entry, state: "queued", continues: call.more))
+        connection.send(
+          Self.encodedReceipt(entry, state: "queued", continues: call.more), to: call,
+          final: !call.more)
       case .failure(let error):
         connection.reply(VarlinkReply(Self.varlinkError(error)), to: call)
       }
@@ -319,11 +320,11 @@ public final class ControlService {
   private func notifySend(_ entry: OutboxEntry, state: String) {
     // Streamed sends are not watched: no lookup per message then.
     guard server.watchedSendCount > 0 else { return }
-    for connection in server.all where connection.watchedSends.contains(entry.id) {
+    for connection in server.all where connection.watchedSends[entry.id] != nil {
       let final = state == "confirmed"
-      if final { connection.unwatchSend(entry.id) }
-      connection.push(
-        VarlinkReply(parameters: Self.receipt(entry, state: state), continues: !final))
+      connection.pushReceipt(
+        VarlinkReply(parameters: Self.receipt(entry, state: state), continues: !final),
+        id: entry.id)
     }
   }
 
