@@ -568,9 +568,9 @@ def message_of(r: dict) -> str:
 
 
 def store_file_modes(store_dir: Path) -> list[tuple[str, str, str, str]]:
-    """(name, mode, owner, group) of every file in the store directory."""
+    """(name, mode, owner, group) of every file in the store directory, room indexes included."""
     out = []
-    for p in sorted(Path(store_dir).iterdir()):
+    for p in sorted(Path(store_dir).rglob("*")):
         try:
             st = p.lstat()
         except FileNotFoundError:
@@ -648,7 +648,7 @@ def token_audit(d: ChaosDaemon, extra: dict[str, str] | None = None) -> list[str
         except (OSError, subprocess.TimeoutExpired):
             pass
     if d.store_dir.exists():
-        for p in d.store_dir.iterdir():
+        for p in d.store_dir.rglob("*"):
             if p.is_file() and p.stat().st_size < 256 << 20:
                 with open(p, "rb") as f:
                     if token.encode() in f.read():

@@ -111,7 +111,7 @@ final class MessageStoreTests: XCTestCase {
       store?.whenDurable { done = true }
       try spin(loop) { done }
     }
-    let names = FileManager.default.fileNames(atPath: dir.path)
+    let names = FileManager.default.storeFileNames(atPath: dir.path)
     XCTAssertEqual(names, ["messages.jsonl", "messages.jsonl.1", "messages.jsonl.2"])
     let all = seqs("messages.jsonl.2") + seqs("messages.jsonl.1") + seqs()
     XCTAssertEqual(all, Array(all.first!...100))
@@ -231,7 +231,7 @@ final class MessageStoreTests: XCTestCase {
     try spin(loop) { loop.now - start > 2_200_000 }
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &old)
     XCTAssertNotNil(store.failure)
-    XCTAssertEqual(FileManager.default.fileNames(atPath: dir.path), ["messages.jsonl"])
+    XCTAssertEqual(FileManager.default.storeFileNames(atPath: dir.path), ["messages.jsonl"])
     let before = seqs()
     XCTAssertEqual(before, (0..<before.count).map { UInt64($0 + 1) })
 
@@ -240,7 +240,7 @@ final class MessageStoreTests: XCTestCase {
     try spin(loop) { done }
     XCTAssertNil(store.failure)
     XCTAssertEqual(
-      FileManager.default.fileNames(atPath: dir.path), ["messages.jsonl", "messages.jsonl.1"])
+      FileManager.default.storeFileNames(atPath: dir.path), ["messages.jsonl", "messages.jsonl.1"])
     XCTAssertEqual(seqs("messages.jsonl.1") + seqs(), Array(1...appended))
   }
 
@@ -253,7 +253,9 @@ final class MessageStoreTests: XCTestCase {
 }
 
 extension FileManager {
-  func fileNames(atPath path: String) -> [String] {
-    ((try? contentsOfDirectory(atPath: path)) ?? []).sorted()
+  /// The store files in a directory (not the room indexes in .index/), sorted.
+  func storeFileNames(atPath path: String) -> [String] {
+    ((try? contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasPrefix("messages.jsonl") }
+      .sorted()
   }
 }

@@ -52,8 +52,9 @@ def test_token_never_appears_outside_the_authorization_header(make_daemon, backe
         "argv": Path(f"/proc/{daemon.pid}/cmdline").read_bytes().decode("utf-8", "replace"),
         "environment": Path(f"/proc/{daemon.pid}/environ").read_bytes().decode("utf-8", "replace"),
     }
-    for path in daemon.store_dir.iterdir():
-        places[path.name] = path.read_bytes().decode("utf-8", "replace")
+    for path in daemon.store_dir.rglob("*"):  # the store, the outbox, the room indexes
+        if path.is_file():
+            places[str(path.relative_to(daemon.store_dir))] = path.read_bytes().decode("utf-8", "replace")
     assert len(places["stderr"]) > 1000, "trace logging produced almost nothing"
     leaked = [where for where, text in places.items() if token in text]
     assert not leaked, f"the token leaked into: {leaked}"

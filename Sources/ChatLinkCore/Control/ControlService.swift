@@ -219,8 +219,9 @@ public final class ControlService {
     }
     let paths = (0..<store.options.maxFiles).map { $0 == 0 ? store.path : "\(store.path).\($0)" }
     let frozen = query
+    let indexDirectory = store.options.directory + "/" + RoomIndex.directoryName
     reader.submit(
-      { HistoryReader.read(paths: paths, query: frozen) },
+      { HistoryReader.read(paths: paths, query: frozen, indexDirectory: indexDirectory) },
       completion: { [weak connection] result in
         guard let connection, connection.isOpen else { return }
         switch result {

@@ -26,26 +26,21 @@ public struct HistoryQuery: Sendable, Hashable {
 }
 
 /// Reads matching store lines, newest last.
+///
+/// A query for a room uses each file's room index (`RoomIndex`) to read only the blocks that
+/// may hold the room's records; what no index covers is scanned line by line. A rotated file
+/// without a complete index is indexed on the spot, once, by the query that first needs it.
 public enum HistoryReader {
   /// The lines (without newline) matching `query`, oldest first.
   ///
-  /// - Parameter paths: the store files, newest first (messages.jsonl, .1, .2, …).
-  public static func read(paths: [String], query: HistoryQuery) -> Result<[[UInt8]], SystemError> {
-    var found: [[UInt8]] = []
-    let roomJSON = query.room?.json
-    let sinceTime = query.sinceTime.map { t -> [UInt8] in
-      var out: [UInt8] = []
-      t.append(to: &out)
-      return out
-    }
-    // Two buffers for the whole query, reused for every chunk: a rare room reads the whole
-    // store, and a fresh 256 KiB array per chunk is a fresh mapping (above malloc's mmap
-    // threshold) whose pages are faulted in and zeroed each time.
-    let chunkSize = 256 * 1024
-    var readBuffer = [UInt8](repeating: 0, count: chunkSize)
-    var chunk: [UInt8] = []
-    chunk.reserveCapacity(chunkSize + 64 * 1024)
-    for path in paths {
+  /// - Parameters:
+  ///   - paths: the store files, newest first (messages.jsonl, .1, .2, …).
+  ///   - indexDirectory: where the room indexes are (`<Directory>/.index`); nil reads without.
+  public static func read(
+    paths: [String], query: HistoryQuery, indexDirectory: String? = nil
+  ) -> Result<[[UInt8]], SystemError> {
+    var search = Search(query: query)
+    for (generation, path) in paths.enumerated() {
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       if fd < 0 {
         if errno == ENOENT { continue }
@@ -54,11 +49,92 @@ public enum HistoryReader {
       defer { close(fd) }
       var info = stat()
       fstat(fd, &info)
-      var end = Int(info.st_size)
+      let size = Int(info.st_size)
+      guard size > 0 else { continue }
+      var segments = [RoomIndex.Segment.unindexed(start: 0, end: size)]
+      if search.roomHash != nil, let indexDirectory {
+        segments =
+          RoomIndexFiles.segments(
+            fd: fd, size: size, rotated: generation > 0, directory: indexDirectory) ?? segments
+      }
+      let foundBefore = search.found.count
+      switch search.scan(fd: fd, segments: segments, size: size) {
+      case .done: return .success(search.found.reversed())
+      case .more: continue
+      case .indexMismatch:
+        // The index does not describe this file: forget what it led to, scan it all.
+        search.found.removeSubrange(foundBefore...)
+        let whole = [RoomIndex.Segment.unindexed(start: 0, end: size)]
+        if case .done = search.scan(fd: fd, segments: whole, size: size) {
+          return .success(search.found.reversed())
+        }
+      }
+    }
+    return .success(search.found.reversed())
+  }
+
+  /// One query's state across the files it reads.
+  private struct Search {
+    let query: HistoryQuery
+    let roomJSON: [UInt8]?
+    let roomHash: UInt32?
+    let sinceTime: [UInt8]?
+    /// Matches, newest first.
+    var found: [[UInt8]] = []
+    // Two buffers for the whole query, reused for every chunk: a rare room reads many
+    // blocks, and a fresh 256 KiB array per chunk is a fresh mapping (above malloc's mmap
+    // threshold) whose pages are faulted in and zeroed each time.
+    var readBuffer = [UInt8](repeating: 0, count: Search.chunkSize)
+    var chunk: [UInt8] = []
+
+    static let chunkSize = 256 * 1024
+
+    enum Outcome { case done, more, indexMismatch }
+
+    init(query: HistoryQuery) {
+      self.query = query
+      roomJSON = query.room?.json
+      roomHash = roomJSON.map { RoomIndex.roomHash($0) }
+      sinceTime = query.sinceTime.map { t -> [UInt8] in
+        var out: [UInt8] = []
+        t.append(to: &out)
+        return out
+      }
+      chunk.reserveCapacity(Search.chunkSize + 64 * 1024)
+    }
+
+    /// Visits the file's segments newest first.
+    mutating func scan(fd: Int32, segments: [RoomIndex.Segment], size: Int) -> Outcome {
+      for segment in segments.reversed() {
+        let outcome: Outcome
+        switch segment {
+        case .unindexed(let start, let end):
+          // The live file may end in a line still being written: its tail is cut off.
+          outcome = scanRange(fd: fd, start: start, end: end, block: nil)
+        case .block(let entry):
+          if let since = query.sinceSeq, entry.lastSeq != 0, entry.lastSeq <= since {
+            return .done
+          }
+          if let roomHash, !entry.mayContain(room: roomHash) { continue }
+          outcome = scanRange(fd: fd, start: entry.start, end: entry.end, block: entry)
+        }
+        if case .more = outcome { continue }
+        return outcome
+      }
+      return .more
+    }
+
+    /// Reads `[start, end)` backwards, a chunk at a time, matching each whole line; `start` is
+    /// the beginning of a line. For an indexed block, checks that its last line is the one the
+    /// index promised.
+    private mutating func scanRange(
+      fd: Int32, start rangeStart: Int, end rangeEnd: Int, block: RoomIndex.Entry?
+    ) -> Outcome {
+      var end = rangeEnd
       var carry: [UInt8] = []
       var first = true
-      while end > 0 || !carry.isEmpty {
-        let start = max(0, end - chunkSize)
+      while end > rangeStart || !carry.isEmpty {
+        let start = max(rangeStart, end - Search.chunkSize)
         let wanted = end - start
         var done = 0
         while done < wanted {
@@ -74,57 +150,69 @@ public enum HistoryReader {
         chunk.append(contentsOf: carry)
         carry = []
         if first {
-          // The live file may end in a line still being written: ignore it.
+          first = false
           if let last = chunk.lastIndex(of: 0x0A) {
+            if block != nil && last != chunk.count - 1 { return .indexMismatch }
             chunk.removeSubrange((last + 1)...)
           } else {
+            if block != nil { return .indexMismatch }
             chunk.removeAll(keepingCapacity: true)
           }
-          first = false
+          if let block, block.lastSeq != 0 {
+            let lineStart =
+              (HistoryReader.lastNewline(in: chunk, before: chunk.count - 1) ?? -1) + 1
+            let seq = chunk[lineStart...].withUnsafeBytes { StoreRecord.seq(ofLine: $0) }
+            if seq != block.lastSeq && (lineStart > 0 || start == rangeStart) {
+              return .indexMismatch
+            }
+          }
         }
         var cursor = chunk.count
         if cursor > 0 && chunk[cursor - 1] == 0x0A { cursor -= 1 }
         while cursor > 0 {
-          let previous = Self.lastNewline(in: chunk, before: cursor)
-          if previous == nil && start > 0 {
+          let previous = HistoryReader.lastNewline(in: chunk, before: cursor)
+          if previous == nil && start > rangeStart {
             carry = Array(chunk[..<cursor]) + [0x0A]
             break
           }
           let lineStart = previous.map { $0 + 1 } ?? 0
           let line = chunk[lineStart..<cursor]
           cursor = previous ?? 0
-          switch match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
+          switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
           case .yes:
             found.append(Array(line))
-            if found.count >= query.limit { return .success(found.reversed()) }
+            if found.count >= query.limit { return .done }
           case .no:
             continue
           case .stop:
-            return .success(found.reversed())
+            return .done
           }
         }
         end = start
-        if start == 0 && carry.isEmpty { break }
-        if start == 0 && !carry.isEmpty {
-          // The first line of the file.
+        if start == rangeStart && carry.isEmpty { break }
+        if start == rangeStart && !carry.isEmpty {
+          // The first line of the range.
           let line = carry.dropLast()
           carry = []
-          if case .yes = match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
+          switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
+          case .yes:
             found.append(Array(line))
-            if found.count >= query.limit { return .success(found.reversed()) }
+            if found.count >= query.limit { return .done }
+          case .no: break
+          case .stop: return .done
           }
           break
         }
       }
+      return .more
     }
-    return .success(found.reversed())
   }
 
-  private enum Match { case yes, no, stop }
+  fileprivate enum Match { case yes, no, stop }
 
   /// The scan for line ends is most of the work for a rare room: a raw pointer loop, eight
   /// bytes at a time where no newline can be.
-  private static func lastNewline(in chunk: [UInt8], before end: Int) -> Int? {
+  fileprivate static func lastNewline(in chunk: [UInt8], before end: Int) -> Int? {
     chunk.withUnsafeBytes { raw -> Int? in
       guard let base = raw.baseAddress, end > 0 else { return nil }
       var i = end
@@ -146,7 +234,7 @@ public enum HistoryReader {
   private static let roomKey = Array(#""room":"#.utf8)
   private static let timeKey = Array(#""time":""#.utf8)
 
-  private static func match(
+  fileprivate static func match(
     _ line: ArraySlice<UInt8>, query: HistoryQuery, roomJSON: [UInt8]?, sinceTime: [UInt8]?
   ) -> Match {
     guard let seq = line.withUnsafeBytes({ StoreRecord.seq(ofLine: $0) }) else { return .no }

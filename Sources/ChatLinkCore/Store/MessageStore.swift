@@ -72,6 +72,8 @@ public final class MessageStore {
   private let disk: BackgroundWorker
   private let log: RotatingLog
   private var buffer: [UInt8] = []
+  /// Per line of `buffer`, what the room index needs.
+  private var bufferLines: [StoreLineInfo] = []
   private var bufferLastSeq: UInt64
   private var inFlightBytes = 0
   private var inFlight = false
@@ -115,6 +117,10 @@ public final class MessageStore {
     writtenSeq = lastSeq
     durableSeq = lastSeq
     bufferLastSeq = lastSeq
+    // The disk thread indexes what the live file's room index does not cover yet, before
+    // the first write reaches it; READY does not wait for that.
+    let log = self.log
+    disk.submit({ log.index.prepare(file: log.current, chunk: []) }, completion: { _ in })
     syncTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flush() }
     retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in
       self.retryPending = false
@@ -138,7 +144,10 @@ public final class MessageStore {
     let record = StoreRecord(
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
       payload: payload)
+    let before = buffer.count
     record.appendLine(to: &buffer, scan: scan, formatter: &timeFormatter)
+    let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
+    bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq
     if buffer.count >= 1 << 20 {
       flush()
@@ -191,23 +200,28 @@ public final class MessageStore {
     }
     forceSync = false
     let chunk = buffer
+    let lines = bufferLines
     buffer = []
     buffer.reserveCapacity(min(chunk.count, 1 << 20))
+    bufferLines = []
+    bufferLines.reserveCapacity(lines.count)
     let chunkSeq = bufferLastSeq
+    let firstSeq = chunkSeq &- UInt64(lines.count) &+ 1
     let target = chunk.isEmpty ? writtenSeq : chunkSeq
     inFlight = true
     inFlightBytes = chunk.count
     let log = self.log
     let shouldSync = sync
     disk.submit(
-      { log.write(chunk, sync: shouldSync) },
+      { log.write(chunk, lines: lines, firstSeq: firstSeq, sync: shouldSync) },
       completion: { [weak self] outcome in
-        self?.finished(outcome, chunk: chunk, target: target, synced: shouldSync)
+        self?.finished(outcome, chunk: chunk, lines: lines, target: target, synced: shouldSync)
       })
   }
 
   private func finished(
-    _ outcome: RotatingLog.Outcome, chunk: [UInt8], target: UInt64, synced: Bool
+    _ outcome: RotatingLog.Outcome, chunk: [UInt8], lines: [StoreLineInfo], target: UInt64,
+    synced: Bool
   ) {
     inFlight = false
     inFlightBytes = 0
@@ -229,6 +243,7 @@ public final class MessageStore {
     case .failed(let error):
       // Keep the records, in order, and try again shortly; the file holds no partial line.
       buffer = chunk + buffer
+      bufferLines = lines + bufferLines
       let first = failure == nil
       failure = error
       if first { onHealthChange?(error) }

@@ -13,6 +13,8 @@ final class RotatingLog: @unchecked Sendable {
   let maxFileSize: Int
   let maxFiles: Int
   private(set) var current: AppendFile
+  /// The live file's room index, kept up to date as lines are appended.
+  let index: RoomIndexWriter
 
   /// What one write job did.
   enum Outcome: Sendable {
@@ -26,6 +28,7 @@ final class RotatingLog: @unchecked Sendable {
     self.maxFileSize = maxFileSize
     self.maxFiles = maxFiles
     current = try AppendFile(path: directory + "/" + name)
+    index = RoomIndexWriter(storeDirectory: directory)
   }
 
   var path: String { directory + "/" + name }
@@ -40,10 +43,19 @@ final class RotatingLog: @unchecked Sendable {
   /// `.failed` always means the chunk is not in the file, so the caller can keep it and try
   /// again: the rotation comes first, and a rotation that fails (no inode left for the new
   /// file) fails the write before anything is appended.
-  func write(_ chunk: [UInt8], sync: Bool) -> Outcome {
+  ///
+  /// - Parameters:
+  ///   - lines: what the room index needs of each line in `chunk`, whose seqs run from
+  ///     `firstSeq`.
+  func write(_ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool) -> Outcome {
     do {
       if current.size >= maxFileSize { try rotate() }
-      if !chunk.isEmpty { try current.append(chunk) }
+      if !chunk.isEmpty {
+        index.prepare(file: current, chunk: chunk)
+        let offset = current.size
+        try current.append(chunk)
+        index.appended(lines, firstSeq: firstSeq, at: offset)
+      }
       if sync { try current.sync() }
       return .written(synced: sync)
     } catch {
@@ -59,6 +71,9 @@ final class RotatingLog: @unchecked Sendable {
     let temporary = directory + "/." + name + ".new"
     let fresh = try AppendFile(path: temporary)
     if fresh.size > 0 { try fresh.truncate(to: 0) }  // left by a crash in the middle of this
+    // The old file is complete: its last block goes into its index. (Only now: the index's
+    // descriptor stays open until the new file exists, so the rotation needs no spare one.)
+    index.finishFile()
     for generation in stride(from: maxFiles - 1, through: 1, by: -1) {
       let from = path(generation: generation - 1)
       let to = path(generation: generation)
@@ -70,5 +85,6 @@ final class RotatingLog: @unchecked Sendable {
     current.close()
     current = fresh
     AppendFile.syncDirectory(directory)
+    index.removeStale(storePaths: (0..<maxFiles).map(path(generation:)))
   }
 }

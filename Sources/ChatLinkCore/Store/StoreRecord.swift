@@ -164,6 +164,39 @@ public struct StoreRecord: Sendable, Hashable {
     guard digits > 0, index < line.count, line[index] == UInt8(ascii: ",") else { return nil }
     return value
   }
+
+  private static let roomKey: StaticString = #","room":"#
+
+  /// Where the room value of a stored line is (raw JSON: a number, a string or `null`), found
+  /// in its fixed prefix; nil if the line is not one of ours.
+  static func roomRange(ofLine line: UnsafeRawBufferPointer) -> Range<Int>? {
+    let key = UnsafeRawBufferPointer(start: roomKey.utf8Start, count: roomKey.utf8CodeUnitCount)
+    // The key sits in the first hundred bytes; never search the payload.
+    let limit = min(line.count, 160)
+    var i = 0
+    var valueStart: Int?
+    while i + key.count <= limit {
+      if line[i] == key[0] && line[i..<(i + key.count)].elementsEqual(key) {
+        valueStart = i + key.count
+        break
+      }
+      i += 1
+    }
+    guard let start = valueStart, start < line.count else { return nil }
+    var end = start
+    if line[start] == UInt8(ascii: "\"") {
+      end += 1
+      while end < line.count && line[end] != UInt8(ascii: "\"") {
+        end += line[end] == UInt8(ascii: "\\") ? 2 : 1
+      }
+      guard end < line.count else { return nil }
+      end += 1
+    } else {
+      while end < line.count && line[end] != UInt8(ascii: ",") { end += 1 }
+    }
+    guard end < line.count, line[end] == UInt8(ascii: ","), end > start else { return nil }
+    return start..<end
+  }
 }
 
 extension Array where Element == UInt8 {
