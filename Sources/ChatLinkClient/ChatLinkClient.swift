@@ -65,6 +65,11 @@ public struct SendReceipt: Sendable, Hashable {
     state = v["state"]?.stringValue ?? ""
     count = Int(v["count"]?.intValue ?? 0)
   }
+
+  /// A receipt from its parts (SendBatch answers for many messages in one reply).
+  public init(id: String, state: String, count: Int) {
+    self.init(.object(["id": .string(id), "state": .string(state), "count": .int(Int64(count))]))
+  }
 }
 
 /// One event of Subscribe.
@@ -121,49 +126,73 @@ public final class ChatLinkClient {
     }
   }
 
-  /// Sends many messages over this one connection, pipelined: every request is written
-  /// before the replies are read, in chunks so neither side's buffers fill up.
+  /// Sends many messages over this one connection: SendBatch calls of up to `batchCount`
+  /// messages (and about `batchBytes` of request), pipelined so that up to `window` of them
+  /// are unanswered while the next is filled. `onReceipt` gets one receipt per message, in
+  /// order. Each batch is all or none. When the daemon refuses one (the outbox is full, say),
+  /// no more are sent, the replies to those already sent are still read and their receipts
+  /// given, and then the refusal is thrown: a receipt is given for every message accepted.
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
-    // Requests go out in batches of `batch` per write, with at most `window` unanswered.
-    var inFlight = 0
-    let window = 1024
-    let batch = 128
-    var pending: [UInt8] = []
-    var queued = 0
-    // The same bytes as VarlinkCall(method: …Send, parameters: {room, text}).encoded, written
-    // directly: this loop runs once per input line.
+    let batchCount = 1024
+    // The daemon refuses requests over 64 KiB; a line longer than this goes alone.
+    let batchBytes = 48 * 1024
+    let window = 4
     var opening: [UInt8] = Array(#"{"method":"#.utf8)
-    JSONString.append(method + "Send", to: &opening)
+    JSONString.append(method + "SendBatch", to: &opening)
     opening += Array(#","parameters":{"#.utf8)
     if let room {
       opening += Array(#""room":"#.utf8)
       JSONString.append(room, to: &opening)
       opening.append(UInt8(ascii: ","))
     }
-    opening += Array(#""text":"#.utf8)
-    for text in texts {
-      pending += opening
-      JSONString.append(text, to: &pending)
-      pending += [UInt8(ascii: "}"), UInt8(ascii: "}"), 0]
-      queued += 1
+    opening += Array(#""texts":["#.utf8)
+    var request = opening
+    var item: [UInt8] = []
+    var queued = 0
+    var inFlight = 0
+    func finishBatch() throws(ClientError) {
+      request += [UInt8(ascii: "]"), UInt8(ascii: "}"), UInt8(ascii: "}"), 0]
+      try connection.write(request)
+      request.removeAll(keepingCapacity: true)
+      request += opening
+      queued = 0
       inFlight += 1
-      if queued == batch {
-        try connection.write(pending)
-        pending.removeAll(keepingCapacity: true)
-        queued = 0
-        while inFlight > window {
-          onReceipt(SendReceipt(try connection.receive().parameters))
-          inFlight -= 1
-        }
+    }
+    var refusal: ClientError?
+    func receiveBatch() throws(ClientError) {
+      let reply: JSONValue
+      do {
+        reply = try connection.receive().parameters
+        inFlight -= 1
+      } catch {
+        guard case .varlink = error else { throw error }
+        inFlight -= 1
+        refusal = refusal ?? error
+        return
+      }
+      let first = Int(reply["count"]?.intValue ?? 0)
+      let state = reply["state"]?.stringValue ?? "queued"
+      for (offset, id) in (reply["ids"]?.arrayValue ?? []).enumerated() {
+        onReceipt(SendReceipt(id: id.stringValue ?? "", state: state, count: first + offset))
       }
     }
-    if !pending.isEmpty { try connection.write(pending) }
-    while inFlight > 0 {
-      onReceipt(SendReceipt(try connection.receive().parameters))
-      inFlight -= 1
+    for text in texts {
+      item.removeAll(keepingCapacity: true)
+      JSONString.append(text, to: &item)
+      if queued > 0 && (queued == batchCount || request.count + item.count > batchBytes) {
+        try finishBatch()
+        while inFlight >= window { try receiveBatch() }
+        if refusal != nil { break }
+      }
+      if queued > 0 { request.append(UInt8(ascii: ",")) }
+      request += item
+      queued += 1
     }
+    if queued > 0 && refusal == nil { try finishBatch() }
+    while inFlight > 0 { try receiveBatch() }
+    if let refusal { throw refusal }
   }
 
   public func join(_ room: String) throws(ClientError) {

@@ -64,6 +64,10 @@ public enum ChatLinkInterface {
     # With "more", further replies follow with state "sent" and "confirmed".
     method Send(room: ?string, text: string, id: ?string) -> (id: string, state: string, count: int)
 
+    # Queues 1 to 10000 messages for one room, in order, all or none; replies once all are
+    # durable. ids[i] is texts[i]'s client id and its count is count + i; state is "queued".
+    method SendBatch(room: ?string, texts: []string) -> (ids: []string, count: int, state: string)
+
     method Join(room: string) -> ()
     method Leave(room: string) -> ()
     method ListRooms() -> (rooms: []string)

@@ -103,30 +103,65 @@ final class CommandRunTests: XCTestCase {
     XCTAssertEqual(run.output, #"{"id":"a1","state":"confirmed","count":0}"# + "\n")
   }
 
-  func testSendDashSendsEveryInputLineOverOneConnection() throws {
-    let counter = Answers((1...600).map { JSONValue.int(Int64($0)) })
+  /// A stand-in for SendBatch: ids "id-<text>", counts from `first` on.
+  private static func batchReceipt(_ call: VarlinkCall, first: Int64) -> VarlinkReply {
+    let texts = call.parameters["texts"]?.arrayValue ?? []
+    return VarlinkReply(
+      parameters: .object([
+        "ids": .array(texts.map { .string("id-" + ($0.stringValue ?? "")) }),
+        "count": .int(first), "state": .string("queued"),
+      ]))
+  }
+
+  func testSendDashSendsEveryInputLineOverOneConnectionInBatches() throws {
+    let counter = Counter()
     let daemon = try FakeDaemon { call in
-      [
-        VarlinkReply(
-          parameters: .object([
-            "id": .string("id-" + (call.parameters["text"]?.stringValue ?? "")),
-            "state": .string("queued"), "count": counter.next(),
-          ]))
-      ]
+      let n = Int64(call.parameters["texts"]?.arrayValue?.count ?? 0)
+      return [Self.batchReceipt(call, first: counter.take(n))]
     }
-    let input = (1...600).map { "line \($0)" } + ["", "\r"]
+    let input = (1...2500).map { "line \($0)" } + ["", "\r"]
     let run = chatlinkctl(["--socket", daemon.path, "send", "--room", "ops", "-"], input: input)
     XCTAssertEqual(run.status, 0, run.errors)
-    XCTAssertEqual(run.output, "queued 600 messages; the last is id-line 600 (count 600)\n")
-    XCTAssertEqual(daemon.calls.count, 600)
-    XCTAssertEqual(daemon.calls.last?.parameters, json(#"{"room":"ops","text":"line 600"}"#))
+    XCTAssertEqual(run.output, "queued 2500 messages; the last is id-line 2500 (count 2500)\n")
+    XCTAssertEqual(daemon.calls.map(\.method), Array(repeating: method + "SendBatch", count: 3))
+    let batches = daemon.calls.map { $0.parameters["texts"]?.arrayValue?.count ?? 0 }
+    XCTAssertEqual(batches, [1024, 1024, 452])
+    XCTAssertEqual(
+      daemon.calls.map { $0.parameters["room"] }, Array(repeating: .string("ops"), count: 3))
+    let sent = daemon.calls.flatMap { $0.parameters["texts"]?.arrayValue ?? [] }
+    XCTAssertEqual(sent, (1...2500).map { .string("line \($0)") })
+  }
+
+  func testSendDashKeepsEachRequestUnderTheDaemonsLimitByStartingANewBatchBeforeItWouldPassIt()
+    throws
+  {
+    let daemon = try FakeDaemon { call in [Self.batchReceipt(call, first: 1)] }
+    let long = String(repeating: "x", count: 40_000)
+    let input = ["a", long, "b", long, long, "c"]
+    let run = chatlinkctl(["--socket", daemon.path, "--json", "send", "-"], input: input)
+    XCTAssertEqual(run.status, 0, run.errors)
+    XCTAssertEqual(run.lines.count, 6)
+    let batches = daemon.calls.map { $0.parameters["texts"]?.arrayValue?.count ?? 0 }
+    XCTAssertEqual(batches, [3, 1, 2])
+    for call in daemon.calls {
+      XCTAssertLessThan(call.encoded.count, 49 * 1024, "the daemon refuses requests over 64 KiB")
+    }
+    XCTAssertEqual(
+      daemon.calls.flatMap { $0.parameters["texts"]?.arrayValue ?? [] },
+      input.map { .string($0) })
+    XCTAssertNil(daemon.calls.first?.parameters["room"] ?? nil)
   }
 
   func testSendDashAsJSONPrintsOneReceiptPerLine() throws {
-    let daemon = try FakeDaemon(["Send": Sample.receipt])
+    let daemon = try FakeDaemon { call in [Self.batchReceipt(call, first: 7)] }
     let run = chatlinkctl(
       ["--socket", daemon.path, "--json", "send", "-"], input: ["a", "b", "c"])
-    XCTAssertEqual(run.lines, Array(repeating: Sample.receipt.description, count: 3))
+    XCTAssertEqual(
+      run.lines,
+      [
+        #"{"id":"id-a","state":"queued","count":7}"#, #"{"id":"id-b","state":"queued","count":8}"#,
+        #"{"id":"id-c","state":"queued","count":9}"#,
+      ])
   }
 
   func testAVarlinkErrorExitsOneWithItsMessage() throws {
@@ -145,19 +180,26 @@ final class CommandRunTests: XCTestCase {
     )
   }
 
-  func testSendDashReportsWhatWasQueuedBeforeAnError() throws {
-    let answers = Answers([Sample.receipt, Sample.receipt])
-    let daemon = try FakeDaemon { _ in
-      answers.isEmpty
-        ? [
+  func testSendDashReportsEveryBatchTheDaemonAcceptedAroundARefusal() throws {
+    // The second batch is refused (outbox full); the third, already on its way, is accepted.
+    let counter = Counter()
+    let daemon = try FakeDaemon { call in
+      let n = Int64(call.parameters["texts"]?.arrayValue?.count ?? 0)
+      let first = counter.take(n)
+      guard first != 1025 else {
+        return [
           VarlinkReply(
             parameters: .object(["limit": .int(2)]), error: "io.chatlink.Daemon.OutboxFull")
         ]
-        : [VarlinkReply(parameters: answers.next())]
+      }
+      return [Self.batchReceipt(call, first: first)]
     }
-    let run = chatlinkctl(["--socket", daemon.path, "send", "-"], input: ["a", "b", "c", "d"])
+    let input = (1...10_000).map { "m\($0)" }
+    let run = chatlinkctl(["--socket", daemon.path, "send", "-"], input: input)
     XCTAssertEqual(run.status, 1)
-    XCTAssertEqual(run.output, "queued 2 messages; the last is 5f1c9a2e0b7d4e31 (count 12)\n")
+    // Batches 1, 3, 4 and 5 were in flight when the refusal came: no more were sent.
+    XCTAssertEqual(daemon.calls.count, 5)
+    XCTAssertEqual(run.output, "queued 4096 messages; the last is id-m5120 (count 5120)\n")
     XCTAssertTrue(run.errors.hasPrefix("chatlinkctl: the outbox is full (2 messages)"), run.errors)
   }
 
@@ -325,5 +367,18 @@ final class Answers: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     return values.isEmpty ? .null : values.removeFirst()
+  }
+}
+
+/// A stand-in daemon's outbox counter: `take(n)` hands out n consecutive counts.
+final class Counter: @unchecked Sendable {
+  private var next: Int64 = 1
+  private let lock = NSLock()
+
+  func take(_ n: Int64) -> Int64 {
+    lock.lock()
+    defer { lock.unlock() }
+    defer { next += n }
+    return next
   }
 }

@@ -47,6 +47,70 @@ final class OutboxTests: XCTestCase {
     XCTAssertGreaterThan(c.count, b.count)
   }
 
+  private func sendBatch(_ outbox: Outbox, _ texts: [String], room: String? = "7") throws
+    -> Result<ArraySlice<OutboxEntry>, OutboxError>
+  {
+    var result: Result<ArraySlice<OutboxEntry>, OutboxError>?
+    outbox.enqueue(room: room.flatMap(RoomID.init), texts: texts) { result = $0 }
+    try spin(loop) { result != nil }
+    return try XCTUnwrap(result)
+  }
+
+  func testABatchIsDurableInOrderWithConsecutiveCountsBeforeItsCompletion() throws {
+    var outbox: Outbox? = try open()
+    var enqueued = 0
+    outbox?.onEnqueued = { enqueued += 1 }
+    let single = try send(outbox!, "alone").get()
+    let batch = try sendBatch(outbox!, ["b1", "b2 \"quoted\"", "b3\nline"]).get()
+    XCTAssertEqual(batch.map(\.text), ["b1", "b2 \"quoted\"", "b3\nline"])
+    XCTAssertEqual(batch.map(\.count), [2, 3, 4].map { single.count - 1 + $0 })
+    XCTAssertEqual(Set(batch.map(\.id)).count, 3)
+    XCTAssertEqual(enqueued, 2)
+    // Durable when the completion ran: the lines are in the file already.
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 4)
+    outbox = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.pending.map(\.text), ["alone", "b1", "b2 \"quoted\"", "b3\nline"])
+    XCTAssertEqual(Array(reopened.pending.map(\.id).dropFirst()), batch.map(\.id))
+  }
+
+  func testBatchesAndSinglesInOneLoopTurnShareOneWriteAndEachGetsItsOwnEntries() throws {
+    let outbox = try open()
+    var results: [Result<ArraySlice<OutboxEntry>, OutboxError>] = []
+    var single: Result<OutboxEntry, OutboxError>?
+    outbox.enqueue(room: RoomID("7"), texts: ["a1", "a2"]) { results.append($0) }
+    outbox.enqueue(room: RoomID("7"), text: "s") { single = $0 }
+    outbox.enqueue(room: RoomID("ops"), texts: ["b1"]) { results.append($0) }
+    try spin(loop) { results.count == 2 && single != nil }
+    XCTAssertEqual(try results[0].get().map(\.text), ["a1", "a2"])
+    XCTAssertEqual(try single?.get().text, "s")
+    XCTAssertEqual(try results[1].get().map(\.text), ["b1"])
+    XCTAssertEqual(try results[1].get().first?.room, RoomID("ops"))
+    XCTAssertEqual(outbox.pending.map(\.text), ["a1", "a2", "s", "b1"])
+    XCTAssertEqual(outbox.pending.map(\.count), [1, 2, 3, 4])
+  }
+
+  func testABatchThatDoesNotFitIsRefusedWholeAndNothingOfItIsKept() throws {
+    var outbox: Outbox? = try open(max: 4)
+    _ = try sendBatch(outbox!, ["1", "2"]).get()
+    guard case .failure(let error) = try sendBatch(outbox!, ["3", "4", "5"]) else {
+      return XCTFail("a batch past MaxMessages was accepted")
+    }
+    XCTAssertEqual(error, .full(limit: 4))
+    XCTAssertEqual(outbox?.pending.map(\.text), ["1", "2"])
+    // Exactly filling the outbox is fine.
+    XCTAssertEqual(try sendBatch(outbox!, ["3", "4"]).get().map(\.text), ["3", "4"])
+    outbox = nil
+    XCTAssertEqual(try open(max: 4).pending.map(\.text), ["1", "2", "3", "4"])
+  }
+
+  func testAnEmptyBatchAcceptsNothingAndWritesNothing() throws {
+    let outbox = try open()
+    XCTAssertEqual(try sendBatch(outbox, []).get().count, 0)
+    XCTAssertEqual(outbox.pending.count, 0)
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 0)
+  }
+
   func testConfirmedMessagesAreNotReplayed() throws {
     var outbox: Outbox? = try open()
     let a = try send(outbox!, "a").get()
@@ -134,6 +198,25 @@ final class OutboxTests: XCTestCase {
     XCTAssertEqual(outbox.pending.map(\.text), ["before"])
     XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
     XCTAssertEqual(try send(outbox, "after").get().text, "after")
+  }
+
+  func testAStorageFailureRefusesEveryMessageOfTheBatchAndKeepsNoneOfThem() throws {
+    let outbox = try open()
+    _ = try send(outbox, "before").get()
+    let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
+    signal(SIGXFSZ, SIG_IGN)
+    var old = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    var limited = rlimit(rlim_cur: rlim_t(size + 100), rlim_max: old.rlim_max)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
+    // The first line alone would fit: the batch must be refused as a whole all the same.
+    let result = try sendBatch(outbox, ["fits", String(repeating: "y", count: 200), "z"])
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    guard case .failure(.storageFailed) = result else { return XCTFail("\(result)") }
+    XCTAssertEqual(outbox.pending.map(\.text), ["before"])
+    XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
+    XCTAssertEqual(try sendBatch(outbox, ["after"]).get().map(\.text), ["after"])
+    XCTAssertEqual(try open().pending.map(\.text), ["before", "after"])
   }
 
   func testConfirmingThroughACountRemovesTheOldestAndSurvivesARestart() throws {

@@ -76,6 +76,7 @@ def test_a_user_outside_the_group_gets_read_only_methods_on_a_world_accessible_s
     info = as_nobody(d.socket_path, "org.varlink.service.GetInfo")
     assert "io.chatlink.Daemon" in info["parameters"]["interfaces"]
     for method, params in [("io.chatlink.Daemon.Send", {"room": "7", "text": "not allowed"}),
+                           ("io.chatlink.Daemon.SendBatch", {"room": "7", "texts": ["not allowed"]}),
                            ("io.chatlink.Daemon.Join", {"room": "x"}),
                            ("io.chatlink.Daemon.History", {}),
                            ("io.chatlink.Daemon.Reconnect", {})]:

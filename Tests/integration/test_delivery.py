@@ -4,13 +4,15 @@ client id or only by answering pings (written is not delivered)."""
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import send_many, wait_delivered, wait_until
+from conftest import BIN, send_many, wait_delivered, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -119,6 +121,28 @@ def test_a_full_outbox_refuses_sends_clearly_until_messages_are_delivered(make_d
     acked += send_many(daemon, 5, prefix="again")
     wait_delivered(backend, acked)
     assert "one too many" not in [d.get("message") for d in backend.sends()]
+
+
+def test_chatlinkctl_send_dash_reports_a_receipt_for_every_accepted_line_when_the_outbox_fills(
+        make_daemon, backend):
+    # chatlinkctl sends SendBatch calls of 1024 lines: the first two fit the outbox, the third
+    # is refused whole. The receipts must be exactly what the daemon kept, and all of it arrives.
+    backend.refuse(503)
+    daemon = make_daemon({"Outbox": {"MaxMessages": 2500}})
+    lines = "".join(f"line {i}\n" for i in range(3000))
+    run = subprocess.run([str(BIN / "chatlinkctl"), "--socket", daemon.socket_path, "--json", "send",
+                          "--room", "ops", "-"], input=lines, capture_output=True, text=True, timeout=30)
+    assert run.returncode == 1, run
+    assert "outbox is full" in run.stderr, run.stderr
+    receipts = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(receipts) == 2048
+    assert [r["count"] for r in receipts] == list(range(receipts[0]["count"], receipts[0]["count"] + 2048))
+    assert daemon.status()["outbox"] == 2048
+    backend.accept()
+    acked = [{**r, "room": "ops", "text": f"line {i}"} for i, r in enumerate(receipts)]
+    wait_delivered(backend, acked)
+    wait_outbox_empty(daemon)
+    assert "line 2048" not in [d.get("message") for d in backend.sends()]
 
 
 def test_a_client_id_given_twice_while_pending_is_queued_once(make_daemon, backend):

@@ -8,11 +8,11 @@ import json
 import pytest
 import varlink
 
-from conftest import Subscription, read_store, wait_until
+from conftest import Subscription, read_store, wait_delivered, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
-METHODS = {"GetStatus", "Send", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect", "Ping"}
+METHODS = {"GetStatus", "Send", "SendBatch", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect", "Ping"}
 
 
 def test_getinfo_names_the_product_and_both_interfaces(daemon):
@@ -135,6 +135,44 @@ def test_subscribe_streams_disconnected_and_connected_events(daemon, backend):
         backend.close_all(1012, "restarting")
         sub.wait_for(lambda e: e["event"] == "disconnected" and e.get("code") == 1012, 5, "a disconnected event")
         sub.wait_for(lambda e: e["event"] == "connected", 5, "a connected event")
+
+
+def test_sendbatch_queues_every_text_in_order_with_consecutive_counts(daemon, backend):
+    daemon.wait_state("open")
+    texts = [f"batch {i} \"quoted\" ü" for i in range(300)]
+    with daemon.ctl() as c:
+        single = c.Send(room="ops", text="before the batch")
+        reply = c.SendBatch(room="ops", texts=texts)
+        default_room = c.SendBatch(texts=["to the default room"])
+    assert reply["state"] == "queued"
+    assert len(reply["ids"]) == 300 and len(set(reply["ids"])) == 300
+    assert reply["count"] == single["count"] + 1
+    assert default_room["count"] == reply["count"] + 300
+    acked = [{"id": i, "room": "ops", "text": t} for i, t in zip(reply["ids"], texts)]
+    wait_delivered(backend, acked)
+    counts = {d["client_id"]: d["count"] for d in backend.sends()}
+    assert [counts[i] for i in reply["ids"]] == list(range(reply["count"], reply["count"] + 300))
+    wait_until(lambda: default_room["ids"][0] in backend.delivered_ids(), 5, message="default room")
+    sent = [d for d in backend.sends() if d.get("client_id") == default_room["ids"][0]][0]
+    assert sent["room_id"] == 7  # Rooms=7 ops: the first is the default
+    wait_until(lambda: daemon.status()["outbox"] == 0, 10, message="every message confirmed")
+
+
+def test_a_sendbatch_that_does_not_fit_the_outbox_is_refused_whole(make_daemon, backend):
+    backend.refuse(503)
+    daemon = make_daemon({"Outbox": {"MaxMessages": 5}})
+    with daemon.ctl() as c:
+        kept = c.SendBatch(room="7", texts=["a", "b", "c"])
+        with pytest.raises(varlink.VarlinkError) as err:
+            c.SendBatch(room="7", texts=["d", "e", "f"])
+        assert err.value.error() == "io.chatlink.Daemon.OutboxFull"
+        assert err.value.parameters()["limit"] == 5
+        assert c.GetStatus()["status"]["outbox"] == 3
+        fits = c.SendBatch(room="7", texts=["d", "e"])
+    backend.accept()
+    acked = [{"id": i, "room": "7", "text": t} for i, t in zip(kept["ids"] + fits["ids"], "abcde")]
+    wait_delivered(backend, acked)
+    assert "f" not in [d.get("message") for d in backend.sends()]
 
 
 def test_send_with_more_replies_queued_sent_confirmed(daemon, backend):

@@ -56,6 +56,8 @@ public final class ControlService {
         connection.reply(VarlinkReply(parameters: .object(["status": statusObject()])), to: call)
       case "io.chatlink.Daemon.Send":
         try send(call, connection)
+      case "io.chatlink.Daemon.SendBatch":
+        try sendBatch(call, connection)
       case "io.chatlink.Daemon.Join", "io.chatlink.Daemon.Leave":
         guard let target = try room(call, required: true) else { return }
         guard session.hasRooms else {
@@ -165,21 +167,7 @@ public final class ControlService {
       throw VarlinkError.invalidParameter(name: "text", reason: "is empty")
     }
     let id = try Self.optionalString(call, "id")
-    var target = try room(call, required: false)
-    if hasRooms && target == nil { target = defaultRoom() }
-    if hasRooms && target == nil {
-      throw VarlinkError.invalidParameter(
-        name: "room", reason: "no room given and no Rooms= configured")
-    }
-    if !hasRooms && target != nil {
-      throw VarlinkError.invalidParameter(name: "room", reason: "Protocol=raw has no rooms")
-    }
-    if let failure = store.failure {
-      // The outbox shares the disk: refuse clearly instead of accepting what cannot be kept.
-      throw VarlinkError.named(
-        ChatLinkInterface.Errors.storageFailed,
-        .object(["reason": .string("the store cannot write: \(failure.message)")]))
-    }
+    let target = try sendTarget(call)
     outbox.enqueue(room: target, text: text, id: id) { [weak connection] result in
       guard let connection, connection.isOpen else { return }
       switch result {
@@ -190,6 +178,60 @@ public final class ControlService {
         connection.send(
           Self.encodedReceipt(entry, state: "queued", continues: call.more), to: call,
           final: !call.more)
+      case .failure(let error):
+        connection.reply(VarlinkReply(Self.varlinkError(error)), to: call)
+      }
+    }
+  }
+
+  /// Send's and SendBatch's room (the default room when none is given), once the store is
+  /// known to be writable.
+  private func sendTarget(_ call: VarlinkCall) throws(VarlinkError) -> RoomID? {
+    var target = try room(call, required: false)
+    if hasRooms && target == nil { target = defaultRoom() }
+    if hasRooms && target == nil {
+      throw .invalidParameter(name: "room", reason: "no room given and no Rooms= configured")
+    }
+    if !hasRooms && target != nil {
+      throw .invalidParameter(name: "room", reason: "Protocol=raw has no rooms")
+    }
+    if let failure = store.failure {
+      // The outbox shares the disk: refuse clearly instead of accepting what cannot be kept.
+      throw .named(
+        ChatLinkInterface.Errors.storageFailed,
+        .object(["reason": .string("the store cannot write: \(failure.message)")]))
+    }
+    return target
+  }
+
+  /// The most texts one SendBatch call may carry.
+  static let batchLimit = 10_000
+
+  private func sendBatch(_ call: VarlinkCall, _ connection: ControlConnection) throws {
+    guard case .array(let values) = call.parameters["texts"] ?? .null else {
+      throw VarlinkError.invalidParameter(name: "texts", reason: "must be an array of strings")
+    }
+    guard (1...Self.batchLimit).contains(values.count) else {
+      throw VarlinkError.invalidParameter(
+        name: "texts", reason: "must hold from 1 to \(Self.batchLimit) messages")
+    }
+    var texts: [String] = []
+    texts.reserveCapacity(values.count)
+    for (index, value) in values.enumerated() {
+      // All or none: one bad text refuses the whole call, so nothing is half sent.
+      guard case .string(let text) = value, !text.isEmpty else {
+        throw VarlinkError.invalidParameter(
+          name: "texts",
+          reason: "message \(index) is \(value.stringValue == nil ? "not a string" : "empty")")
+      }
+      texts.append(text)
+    }
+    let target = try sendTarget(call)
+    outbox.enqueue(room: target, texts: texts) { [weak connection] result in
+      guard let connection, connection.isOpen else { return }
+      switch result {
+      case .success(let entries):
+        connection.send(Self.encodedBatchReceipt(entries), to: call, final: true)
       case .failure(let error):
         connection.reply(VarlinkReply(Self.varlinkError(error)), to: call)
       }
@@ -356,6 +398,23 @@ public final class ControlService {
     out.append(#"","count":"# as StaticString)
     out.appendDecimal(entry.count)
     out.append(continues ? #"},"continues":true}"# as StaticString : "}}" as StaticString)
+    out.append(0)
+    return out
+  }
+
+  /// SendBatch's reply, `{"ids":[…],"count":first,"state":"queued"}`, written straight to
+  /// bytes: the entries' counts are consecutive, so the first one says them all.
+  static func encodedBatchReceipt(_ entries: ArraySlice<OutboxEntry>) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(64 + entries.count * 19)
+    out.append(#"{"parameters":{"ids":["# as StaticString)
+    for (offset, entry) in entries.enumerated() {
+      if offset > 0 { out.append(UInt8(ascii: ",")) }
+      out.appendJSONString(entry.id)
+    }
+    out.append(#"],"count":"# as StaticString)
+    out.appendDecimal(entries.first?.count ?? 0)
+    out.append(#","state":"queued"}}"# as StaticString)
     out.append(0)
     return out
   }

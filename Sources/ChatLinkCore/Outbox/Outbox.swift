@@ -49,7 +49,10 @@ public final class Outbox {
   private var random = SecureRandomGenerator()
   private var timeFormatter = TimestampFormatter()
   private var batch: [UInt8] = []
-  private var batchEntries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)] = []
+  /// Entries accepted in this loop iteration, waiting for the next disk job.
+  private var batchEntries: [OutboxEntry] = []
+  /// One per enqueue call: which of `batchEntries` it added, and whom to tell.
+  private var batchWaiters: [Waiter] = []
   private var acks: [UInt8] = []
   private var inFlight = false
   private var flushPosted = false
@@ -75,7 +78,7 @@ public final class Outbox {
 
   /// Whether a message with this client id is waiting.
   public func contains(id: String) -> Bool {
-    pending.contains { $0.id == id } || batchEntries.contains { $0.0.id == id }
+    pending.contains { $0.id == id } || batchEntries.contains { $0.id == id }
       || inFlightEntries.contains { $0.id == id }
   }
 
@@ -93,15 +96,54 @@ public final class Outbox {
         return completion(.success(existing))
       }
     }
-    guard pending.count + batchEntries.count + inFlightEntries.count < maxMessages else {
+    guard waitingCount < maxMessages else {
       return completion(.failure(.full(limit: maxMessages)))
     }
-    let entry = OutboxEntry(
-      id: id ?? makeID(), room: room, text: text, count: nextCount, created: .now())
-    nextCount += 1
-    appendAddLine(entry, to: &batch)
-    batchEntries.append((entry, completion))
+    add(room: room, texts: CollectionOfOne(text), id: id) { result in
+      completion(result.map { $0[$0.startIndex] })
+    }
+  }
+
+  /// Accepts several messages for one room at once, in order, all or none: `completion` gets
+  /// their entries (with consecutive counts) once all are durable, or one error for all.
+  ///
+  /// One call, one fsync share and one completion for the lot: this is what makes a stream
+  /// of sends (`chatlinkctl send -`) cheap per message.
+  public func enqueue(
+    room: RoomID?, texts: [String],
+    completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
+  ) {
+    guard !texts.isEmpty else { return completion(.success([])) }
+    guard waitingCount + texts.count <= maxMessages else {
+      return completion(.failure(.full(limit: maxMessages)))
+    }
+    add(room: room, texts: texts, id: nil, completion: completion)
+  }
+
+  /// Accepted entries not yet confirmed, durable or not: what MaxMessages bounds.
+  private var waitingCount: Int { pending.count + batchEntries.count + inFlightEntries.count }
+
+  private func add(
+    room: RoomID?, texts: some Collection<String>, id: String?,
+    completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
+  ) {
+    let start = batchEntries.count
+    let created = Timestamp.now()
+    for text in texts {
+      let entry = OutboxEntry(
+        id: id ?? makeID(), room: room, text: text, count: nextCount, created: created)
+      nextCount += 1
+      appendAddLine(entry, to: &batch)
+      batchEntries.append(entry)
+    }
+    batchWaiters.append(Waiter(entries: start..<batchEntries.count, completion: completion))
     scheduleFlush()
+  }
+
+  /// Whom to tell when a range of a disk job's entries is durable.
+  private struct Waiter {
+    var entries: Range<Int>
+    var completion: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   }
 
   /// Removes confirmed entries; the `ack` lines need no fsync (a lost ack only means the
@@ -222,18 +264,19 @@ public final class Outbox {
       return
     }
     let chunk = acks + batch
-    let entries = batchEntries
-    let sync = !entries.isEmpty
+    let waiters = batchWaiters
+    let sync = !batchEntries.isEmpty
     acks = []
-    batch = []
-    batchEntries = []
+    batch.removeAll(keepingCapacity: true)
     inFlight = true
-    inFlightEntries = entries.map(\.0)
+    inFlightEntries = batchEntries
+    batchEntries = []
+    batchWaiters = []
     let compact: [UInt8]? = compactionImage()
     let file = self.file
     disk.submit(
       { file.write(chunk, sync: sync, replaceWith: compact) },
-      completion: { [weak self] result in self?.finished(result, entries: entries) })
+      completion: { [weak self] result in self?.finished(result, waiters: waiters) })
   }
 
   /// When the log has grown past 1 MiB, the pending entries (plus what this job adds) are
@@ -246,21 +289,18 @@ public final class Outbox {
     return image
   }
 
-  private func finished(
-    _ result: Result<Void, SystemError>,
-    entries: [(OutboxEntry, (Result<OutboxEntry, OutboxError>) -> Void)]
-  ) {
+  private func finished(_ result: Result<Void, SystemError>, waiters: [Waiter]) {
     inFlight = false
+    let written = inFlightEntries
+    inFlightEntries = []
     switch result {
     case .success:
-      self.entries += inFlightEntries
-      inFlightEntries = []
-      for (entry, completion) in entries { completion(.success(entry)) }
-      if !entries.isEmpty { onEnqueued?() }
+      entries += written
+      for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
+      if !written.isEmpty { onEnqueued?() }
     case .failure(let error):
       // The write was rolled back: none of these messages is in the outbox.
-      inFlightEntries = []
-      for (_, completion) in entries { completion(.failure(.storageFailed(error))) }
+      for waiter in waiters { waiter.completion(.failure(.storageFailed(error))) }
     }
     flush()
   }
