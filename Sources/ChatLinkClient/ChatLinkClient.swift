@@ -135,7 +135,7 @@ public final class ChatLinkClient {
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
-    let batchCount = 1024
+    let batchCount = 512
     // The daemon refuses requests over 64 KiB; a line longer than this goes alone.
     let batchBytes = 48 * 1024
     let window = 4

@@ -124,6 +124,16 @@ public final class ClientConnection {
     return bytes
   }
 
+  /// Hands the bytes to write to `write`, in order, without copying them out (see
+  /// `FrameSession.writeOutbound`).
+  public func writeOutbound(_ write: (UnsafeRawBufferPointer) -> Void) {
+    if !request.isEmpty {
+      request.withUnsafeBytes { write($0) }
+      request = []
+    }
+    session?.writeOutbound(write)
+  }
+
   /// Passes received bytes in; then call `nextEvent()` until nil.
   public func receive(_ bytes: UnsafeRawBufferPointer) {
     if let session {

@@ -99,6 +99,35 @@ public final class FrameSession {
     return outbound
   }
 
+  /// Hands the bytes to write to `write`, in order, and empties the buffer.
+  ///
+  /// Unlike `takeOutbound`, the buffer keeps its memory while the traffic stays big (a
+  /// stream of sends fills it with much the same every loop iteration, and a fresh one would
+  /// be grown and page-faulted in again each time); after several writes in a row that used
+  /// little of a big buffer, it is given back.
+  public func writeOutbound(_ write: (UnsafeRawBufferPointer) -> Void) {
+    guard !outbound.isEmpty else { return }
+    outbound.withUnsafeBytes { write($0) }
+    if outbound.capacity <= Self.keptOutboundCapacity || outbound.count >= outbound.capacity / 4 {
+      underusedWrites = 0
+    } else {
+      underusedWrites += 1
+    }
+    if underusedWrites >= Self.underusedWritesBeforeRelease {
+      outbound = []
+      underusedWrites = 0
+    } else {
+      outbound.removeAll(keepingCapacity: true)
+    }
+  }
+
+  /// Up to this much buffer is kept whatever goes out.
+  static let keptOutboundCapacity = 64 << 10
+  /// A big buffer survives this many writes that use under a quarter of it (a burst's
+  /// writes alternate with small ones, such as the pings that confirm it).
+  static let underusedWritesBeforeRelease = 8
+  private var underusedWrites = 0
+
   /// Passes received bytes in; then call `nextEvent()` until nil.
   public func receive(_ bytes: UnsafeRawBufferPointer) {
     if state != .closed && !inputBroken { decoder.append(bytes) }

@@ -351,7 +351,7 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   private func flush() {
     guard let connection, let stream, connection.hasOutbound else { return }
-    stream.write(connection.takeOutbound())
+    connection.writeOutbound { stream.write($0) }
   }
 
   private func end(_ reason: Disconnect) {

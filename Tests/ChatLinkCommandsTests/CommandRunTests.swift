@@ -123,11 +123,11 @@ final class CommandRunTests: XCTestCase {
     let run = chatlinkctl(["--socket", daemon.path, "send", "--room", "ops", "-"], input: input)
     XCTAssertEqual(run.status, 0, run.errors)
     XCTAssertEqual(run.output, "queued 2500 messages; the last is id-line 2500 (count 2500)\n")
-    XCTAssertEqual(daemon.calls.map(\.method), Array(repeating: method + "SendBatch", count: 3))
+    XCTAssertEqual(daemon.calls.map(\.method), Array(repeating: method + "SendBatch", count: 5))
     let batches = daemon.calls.map { $0.parameters["texts"]?.arrayValue?.count ?? 0 }
-    XCTAssertEqual(batches, [1024, 1024, 452])
+    XCTAssertEqual(batches, [512, 512, 512, 512, 452])
     XCTAssertEqual(
-      daemon.calls.map { $0.parameters["room"] }, Array(repeating: .string("ops"), count: 3))
+      daemon.calls.map { $0.parameters["room"] }, Array(repeating: .string("ops"), count: 5))
     let sent = daemon.calls.flatMap { $0.parameters["texts"]?.arrayValue ?? [] }
     XCTAssertEqual(sent, (1...2500).map { .string("line \($0)") })
   }
@@ -197,9 +197,9 @@ final class CommandRunTests: XCTestCase {
     let input = (1...10_000).map { "m\($0)" }
     let run = chatlinkctl(["--socket", daemon.path, "send", "-"], input: input)
     XCTAssertEqual(run.status, 1)
-    // Batches 1, 3, 4 and 5 were in flight when the refusal came: no more were sent.
-    XCTAssertEqual(daemon.calls.count, 5)
-    XCTAssertEqual(run.output, "queued 4096 messages; the last is id-m5120 (count 5120)\n")
+    // Batches 4, 5 and 6 were on their way when the refusal of 3 came: no more were sent.
+    XCTAssertEqual(daemon.calls.count, 6)
+    XCTAssertEqual(run.output, "queued 2560 messages; the last is id-m3072 (count 3072)\n")
     XCTAssertTrue(run.errors.hasPrefix("chatlinkctl: the outbox is full (2 messages)"), run.errors)
   }
 

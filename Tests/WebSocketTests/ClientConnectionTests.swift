@@ -65,6 +65,33 @@ final class ClientConnectionTests: XCTestCase {
     XCTAssertEqual(written.first?.payload, Array("p1".utf8))
   }
 
+  func testWriteOutboundHandsOverTheSameBytesInOrderAndEmptiesTheBuffer() throws {
+    var random = SeededGenerator()
+    let handshake = try ClientHandshake(
+      url: try WebSocketURL(parsing: "ws://127.0.0.1:9001/"), deflate: nil, random: &random)
+    let connection = ClientConnection(handshake: handshake, random: SeededGenerator(seed: 9))
+    var written: [UInt8] = []
+    connection.writeOutbound { written += $0 }
+    XCTAssertEqual(written, handshake.requestBytes, "the handshake request goes first")
+    let reference = try open(deflate: nil)
+    let opened = try open(deflate: nil)
+    // Big rounds (the buffer is kept), then a small one (a big buffer is given back): the
+    // bytes must be the same as takeOutbound's whatever happens to the memory.
+    for round in [3000, 3000, 2, 3000, 1] {
+      for i in 0..<round {
+        try reference.send(.text(Array("message \(i) of \(round)".utf8)))
+        try opened.send(.text(Array("message \(i) of \(round)".utf8)))
+      }
+      var bytes: [UInt8] = []
+      opened.writeOutbound { bytes += $0 }
+      let expected = reference.takeOutbound()
+      XCTAssertEqual(bytes, expected)
+      XCTAssertEqual(clientFrames(bytes).count, round)
+      XCTAssertFalse(opened.hasOutbound)
+      opened.writeOutbound { _ in XCTFail("nothing is left to write") }
+    }
+  }
+
   func testBinaryAndEmptyMessagesAreDelivered() throws {
     let connection = try open()
     XCTAssertEqual(

@@ -125,10 +125,11 @@ def test_a_full_outbox_refuses_sends_clearly_until_messages_are_delivered(make_d
 
 def test_chatlinkctl_send_dash_reports_a_receipt_for_every_accepted_line_when_the_outbox_fills(
         make_daemon, backend):
-    # chatlinkctl sends SendBatch calls of 1024 lines: the first two fit the outbox, the third
-    # is refused whole. The receipts must be exactly what the daemon kept, and all of it arrives.
+    # chatlinkctl sends SendBatch calls of 512 lines: the first four fit the outbox, the fifth
+    # and sixth are refused whole. The receipts must be exactly what the daemon kept, and all
+    # of it arrives.
     backend.refuse(503)
-    daemon = make_daemon({"Outbox": {"MaxMessages": 2500}})
+    daemon = make_daemon({"Outbox": {"MaxMessages": 2300}})
     lines = "".join(f"line {i}\n" for i in range(3000))
     run = subprocess.run([str(BIN / "chatlinkctl"), "--socket", daemon.socket_path, "--json", "send",
                           "--room", "ops", "-"], input=lines, capture_output=True, text=True, timeout=30)

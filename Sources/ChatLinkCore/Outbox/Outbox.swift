@@ -49,11 +49,12 @@ public final class Outbox {
   private var random = SecureRandomGenerator()
   private var timeFormatter = TimestampFormatter()
   private var batch: [UInt8] = []
+  /// The last disk job's memory, for the next batch (`HandedBytes`).
+  private var spare: SpareBuffer?
   /// Entries accepted in this loop iteration, waiting for the next disk job.
   private var batchEntries: [OutboxEntry] = []
   /// One per enqueue call: which of `batchEntries` it added, and whom to tell.
   private var batchWaiters: [Waiter] = []
-  private var acks: [UInt8] = []
   private var inFlight = false
   private var flushPosted = false
   /// Entries being written by the disk worker: accepted, not yet durable.
@@ -74,6 +75,9 @@ public final class Outbox {
     try FileSystem.makeDirectories(directory)
     file = try OutboxFile(path: directory + "/" + Self.fileName)
     try replay()
+    spare = try SpareBuffer(loop: loop) { [unowned self] in
+      if self.batch.isEmpty { self.batch = [] }
+    }
   }
 
   /// Whether a message with this client id is waiting.
@@ -161,11 +165,13 @@ public final class Outbox {
   /// Removes the oldest entries up to and including `count` and returns them, oldest first:
   /// what a pong confirms (it answers a ping sent after all of them).
   @discardableResult
-  public func confirm(through count: UInt64) -> ArraySlice<OutboxEntry> {
+  public func confirm(through count: UInt64) -> [OutboxEntry] {
     var end = head
     while end < entries.count && entries[end].count <= count { end += 1 }
     guard end > head else { return [] }
-    let confirmed = entries[head..<end]
+    // A copy, not a slice: a slice would share `entries`' storage, and dropping the
+    // confirmed prefix below would then copy everything still pending.
+    let confirmed = Array(entries[head..<end])
     for entry in confirmed { appendAckLine(entry.id) }
     head = end
     if head == entries.count {
@@ -202,14 +208,16 @@ public final class Outbox {
   }
 
   private func appendAckLine(_ id: String) {
-    acks.append(#"{"op":"ack","id":"# as StaticString)
-    acks.appendJSONString(id)
-    acks.append("}\n" as StaticString)
+    // Into the same buffer as the adds: an ack only ever names an entry added by an earlier
+    // (durable) job, so the order of the two kinds within a job does not matter.
+    batch.append(#"{"op":"ack","id":"# as StaticString)
+    batch.appendJSONString(id)
+    batch.append("}\n" as StaticString)
   }
 
   /// Calls `completion` when everything accepted so far has been written (for shutdown).
   public func whenIdle(_ completion: @escaping () -> Void) {
-    if !inFlight && batch.isEmpty && acks.isEmpty {
+    if !inFlight && batch.isEmpty {
       completion()
       return
     }
@@ -257,17 +265,16 @@ public final class Outbox {
 
   private func flush() {
     guard !inFlight else { return }
-    if batch.isEmpty && acks.isEmpty {
+    if batch.isEmpty {
       let waiters = idleWaiters
       idleWaiters = []
       for waiter in waiters { waiter() }
       return
     }
-    let chunk = acks + batch
+    let chunk = HandedBytes(batch)
     let waiters = batchWaiters
     let sync = !batchEntries.isEmpty
-    acks = []
-    batch.removeAll(keepingCapacity: true)
+    batch = spare?.take(reserving: 0) ?? []
     inFlight = true
     inFlightEntries = batchEntries
     batchEntries = []
@@ -275,19 +282,30 @@ public final class Outbox {
     let compact: [UInt8]? = compactionImage()
     let file = self.file
     disk.submit(
-      { file.write(chunk, sync: sync, replaceWith: compact) },
-      completion: { [weak self] result in self?.finished(result, waiters: waiters) })
+      { file.write(chunk.bytes, sync: sync, replaceWith: compact) },
+      completion: { [weak self] result in
+        self?.spare?.keep(chunk)
+        self?.finished(result, waiters: waiters)
+      })
   }
 
-  /// When the log has grown past 1 MiB, the pending entries (plus what this job adds) are
-  /// all it needs to hold: rewrite it with just those.
+  /// When the log has grown past `compactAt`, the pending entries (plus what this job adds)
+  /// are all it needs to hold: rewrite it with just those.
   private func compactionImage() -> [UInt8]? {
-    guard file.sizeEstimate > 1 << 20 else { return nil }
+    guard file.sizeEstimate > compactAt else { return nil }
     var image: [UInt8] =
       Array(#"{"op":"counter","count":"#.utf8) + Array(String(nextCount).utf8) + Array("}\n".utf8)
     for entry in pending { appendAddLine(entry, to: &image) }
+    // Many pending entries make a big image: compacting again only once as much again has been
+    // appended keeps the cost per message constant (a fixed threshold would rewrite the whole
+    // image on every write while more than 1 MiB is pending).
+    compactAt = max(Self.compactionThreshold, 2 * image.count)
     return image
   }
+
+  /// The least size at which the log is compacted.
+  static let compactionThreshold = 1 << 20
+  private var compactAt = Outbox.compactionThreshold
 
   private func finished(_ result: Result<Void, SystemError>, waiters: [Waiter]) {
     inFlight = false
@@ -397,7 +415,8 @@ final class OutboxFile: @unchecked Sendable {
         let temporary = path + ".new"
         unlink(temporary)
         let fresh = try AppendFile(path: temporary)
-        try fresh.append(image + chunk)
+        try fresh.append(image)
+        try fresh.append(chunk)
         try fresh.sync()
         guard rename(temporary, path) == 0 else { throw SystemError.last("rename \(temporary)") }
         if let slash = path.lastIndex(of: "/") { AppendFile.syncDirectory(String(path[..<slash])) }

@@ -72,6 +72,8 @@ public final class MessageStore {
   private let disk: BackgroundWorker
   private let log: RotatingLog
   private var buffer: [UInt8] = []
+  /// The last written chunk's memory, for the next one (`HandedBytes`).
+  private var spare: SpareBuffer?
   /// Per line of `buffer`, what the room index needs.
   private var bufferLines: [StoreLineInfo] = []
   private var bufferLastSeq: UInt64
@@ -122,6 +124,9 @@ public final class MessageStore {
     let log = self.log
     disk.submit({ log.index.prepare(file: log.current, chunk: []) }, completion: { _ in })
     syncTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flush() }
+    spare = try SpareBuffer(loop: loop) { [unowned self] in
+      if self.buffer.isEmpty { self.buffer = [] }
+    }
     retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in
       self.retryPending = false
       self.flush()
@@ -199,28 +204,28 @@ public final class MessageStore {
       return
     }
     forceSync = false
-    let chunk = buffer
+    let chunk = HandedBytes(buffer)
+    let chunkBytes = buffer.count
     let lines = bufferLines
-    buffer = []
-    buffer.reserveCapacity(min(chunk.count, 1 << 20))
+    buffer = spare?.take(reserving: min(chunkBytes, 1 << 20)) ?? []
     bufferLines = []
     bufferLines.reserveCapacity(lines.count)
     let chunkSeq = bufferLastSeq
     let firstSeq = chunkSeq &- UInt64(lines.count) &+ 1
-    let target = chunk.isEmpty ? writtenSeq : chunkSeq
+    let target = chunkBytes == 0 ? writtenSeq : chunkSeq
     inFlight = true
-    inFlightBytes = chunk.count
+    inFlightBytes = chunkBytes
     let log = self.log
     let shouldSync = sync
     disk.submit(
-      { log.write(chunk, lines: lines, firstSeq: firstSeq, sync: shouldSync) },
+      { log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: shouldSync) },
       completion: { [weak self] outcome in
         self?.finished(outcome, chunk: chunk, lines: lines, target: target, synced: shouldSync)
       })
   }
 
   private func finished(
-    _ outcome: RotatingLog.Outcome, chunk: [UInt8], lines: [StoreLineInfo], target: UInt64,
+    _ outcome: RotatingLog.Outcome, chunk: HandedBytes, lines: [StoreLineInfo], target: UInt64,
     synced: Bool
   ) {
     inFlight = false
@@ -228,6 +233,7 @@ public final class MessageStore {
     defer { onWritten?() }
     switch outcome {
     case .written:
+      spare?.keep(chunk)
       writtenSeq = target
       if synced {
         lastSync = loop.now
@@ -242,7 +248,7 @@ public final class MessageStore {
       }
     case .failed(let error):
       // Keep the records, in order, and try again shortly; the file holds no partial line.
-      buffer = chunk + buffer
+      buffer = chunk.take() + buffer
       bufferLines = lines + bufferLines
       let first = failure == nil
       failure = error
