@@ -204,7 +204,12 @@ private struct TreeBuilder {
   var index = 0
 
   mutating func skip() {
-    while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    while index < bytes.count {
+      switch bytes[index] {
+      case 0x20, 0x09, 0x0A, 0x0D: index += 1
+      default: return
+      }
+    }
   }
 
   mutating func value(depth: Int) throws(JSONValue.ParseError) -> JSONValue {
@@ -282,12 +287,20 @@ private struct TreeBuilder {
   mutating func string() -> String {
     index += 1
     let start = index
-    while bytes[index] != UInt8(ascii: "\"") {
-      index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+    var escaped = false
+    while true {
+      let byte = bytes[index]
+      if byte == UInt8(ascii: "\"") { break }
+      if byte == UInt8(ascii: "\\") {
+        escaped = true
+        index += 2
+      } else {
+        index += 1
+      }
     }
     let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
     index += 1
-    if !raw.contains(UInt8(ascii: "\\")) { return String(decoding: raw, as: UTF8.self) }
+    if !escaped { return String(decoding: raw, as: UTF8.self) }
     return String(decoding: JSONString.unescape(raw), as: UTF8.self)
   }
 }

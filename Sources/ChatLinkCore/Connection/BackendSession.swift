@@ -122,9 +122,12 @@ public final class BackendSession: WebSocketClientDelegate {
   /// `count` order and they go out in that order, so the pending entries written on this
   /// connection are exactly those with `count <= lastSentCount`.
   private var lastSentCount: UInt64 = 0
-  /// Entries written on this connection and not yet confirmed, by id: an echo is looked up
-  /// here, so echoes of other clients' messages cost one hash, not a search of the outbox.
-  private var sentIDs: Set<String> = []
+  /// Entries written on this connection and not yet confirmed, by a hash of their id: an echo
+  /// is looked up here, so echoes of other clients' messages cost one hash, not a search of
+  /// the outbox. (A hash of the id, not the id: this changes for every message sent. A
+  /// collision is harmless: a foreign id that hits costs that search, which compares the ids
+  /// themselves, and an own id whose hash was removed with another's is confirmed by the pong.)
+  private var sentIDs: Set<UInt64> = []
   /// The frames written on this connection and not yet confirmed, by count: the store's
   /// "out" record carries the same bytes, so each message is encoded once.
   private var sentFrames: [UInt64: Message] = [:]
@@ -358,7 +361,9 @@ public final class BackendSession: WebSocketClientDelegate {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
     onInbound?(inbound, seq, time)
-    if let id = inbound.echoedClientID, sentIDs.contains(id), let entry = outbox.confirm(id: id) {
+    if let id = inbound.echoedClientID, sentIDs.contains(Self.idHash(id)),
+      let entry = outbox.confirm(id: id)
+    {
       confirmed(CollectionOfOne(entry))
     }
   }
@@ -582,7 +587,7 @@ public final class BackendSession: WebSocketClientDelegate {
         break
       }
       lastSentCount = entry.count
-      sentIDs.insert(entry.id)
+      sentIDs.insert(Self.idHash(entry.id))
       sentFrames[entry.count] = frame
       counters.sent += 1
       wrote = true
@@ -607,16 +612,24 @@ public final class BackendSession: WebSocketClientDelegate {
   /// frame that went out.
   private func confirmed(_ entries: some Collection<OutboxEntry>) {
     guard !entries.isEmpty else { return }
+    let scan = ownFrameScan
     for entry in entries {
-      sentIDs.remove(entry.id)
+      sentIDs.remove(Self.idHash(entry.id))
       let frame = sentFrames.removeValue(forKey: entry.count) ?? adapter.encode(entry)
       // The frame is our own encoding: JSON on one line, so the store need not scan it.
       store.append(
         direction: .outbound, room: entry.room?.json, clientID: entry.id, payload: frame,
-        scan: ownFrameScan)
+        scan: scan)
     }
     counters.confirmed += entries.count
     onConfirmed?(Array(entries))
+  }
+
+  /// FNV-1a (64 bit) of a client id's UTF-8.
+  static func idHash(_ id: String) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
   }
 
   /// What scanning one of our own envelopes would report: a JSON object without line breaks.
