@@ -625,12 +625,8 @@ public final class BackendSession: WebSocketClientDelegate {
     onConfirmed?(Array(entries))
   }
 
-  /// FNV-1a (64 bit) of a client id's UTF-8.
-  static func idHash(_ id: String) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    return hash
-  }
+  /// The hash `sentIDs` holds for a client id.
+  static func idHash(_ id: String) -> UInt64 { FNV1a<UInt64>.hash(id.utf8) }
 
   /// What scanning one of our own envelopes would report: a JSON object without line breaks.
   /// (Protocol=raw frames are the user's text, which may not be JSON: those are scanned.)

@@ -91,12 +91,7 @@ public enum RoomIndex {
   /// The hash under which a room is indexed: FNV-1a of its JSON as stored (`7`, `"general"`,
   /// `null`).
   static func roomHash(_ bytes: some Sequence<UInt8>) -> UInt32 {
-    var hash: UInt32 = 0x811C_9DC5
-    for byte in bytes {
-      hash ^= UInt32(byte)
-      hash = hash &* 0x0100_0193
-    }
-    return hash
+    FNV1a<UInt32>.hash(bytes)
   }
 
   /// The hash of `null`, the room of records without one.
@@ -109,12 +104,7 @@ public enum RoomIndex {
     if let newline = bytes[..<length].firstIndex(of: 0x0A) { length = newline }
     let head = UnsafeRawBufferPointer(rebasing: bytes[..<length])
     guard let seq = StoreRecord.seq(ofLine: head) else { return nil }
-    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-    for byte in head {
-      hash ^= UInt64(byte)
-      hash = hash &* 0x0100_0000_01B3
-    }
-    return FileIdentity(firstSeq: seq, hash: hash)
+    return FileIdentity(firstSeq: seq, hash: FNV1a<UInt64>.hash(head))
   }
 
   /// The header of an index file.
@@ -202,16 +192,10 @@ public enum RoomIndex {
   }
 
   private static func checksum(_ a: some Sequence<UInt8>, _ b: some Sequence<UInt8>) -> UInt32 {
-    var hash: UInt32 = 0x811C_9DC5
-    for byte in a {
-      hash ^= UInt32(byte)
-      hash = hash &* 0x0100_0193
-    }
-    for byte in b {
-      hash ^= UInt32(byte)
-      hash = hash &* 0x0100_0193
-    }
-    return hash
+    var hasher = FNV1a<UInt32>()
+    hasher.combine(a)
+    hasher.combine(b)
+    return hasher.value
   }
 
   private static func appendLittleEndian<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
