@@ -626,7 +626,7 @@ public final class BackendSession: WebSocketClientDelegate {
   }
 
   /// The hash `sentIDs` holds for a client id.
-  static func idHash(_ id: String) -> UInt64 { FNV1a<UInt64>.hash(id.utf8) }
+  static func idHash(_ id: String) -> UInt64 { FNV1a.hash64(id.utf8) }
 
   /// What scanning one of our own envelopes would report: a JSON object without line breaks.
   /// (Protocol=raw frames are the user's text, which may not be JSON: those are scanned.)

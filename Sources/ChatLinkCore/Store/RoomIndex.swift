@@ -91,7 +91,7 @@ public enum RoomIndex {
   /// The hash under which a room is indexed: FNV-1a of its JSON as stored (`7`, `"general"`,
   /// `null`).
   static func roomHash(_ bytes: some Sequence<UInt8>) -> UInt32 {
-    FNV1a<UInt32>.hash(bytes)
+    FNV1a.hash32(bytes)
   }
 
   /// The hash of `null`, the room of records without one.
@@ -104,7 +104,7 @@ public enum RoomIndex {
     if let newline = bytes[..<length].firstIndex(of: 0x0A) { length = newline }
     let head = UnsafeRawBufferPointer(rebasing: bytes[..<length])
     guard let seq = StoreRecord.seq(ofLine: head) else { return nil }
-    return FileIdentity(firstSeq: seq, hash: FNV1a<UInt64>.hash(head))
+    return FileIdentity(firstSeq: seq, hash: FNV1a.hash64(head))
   }
 
   /// The header of an index file.
@@ -192,10 +192,7 @@ public enum RoomIndex {
   }
 
   private static func checksum(_ a: some Sequence<UInt8>, _ b: some Sequence<UInt8>) -> UInt32 {
-    var hasher = FNV1a<UInt32>()
-    hasher.combine(a)
-    hasher.combine(b)
-    return hasher.value
+    FNV1a.hash32(b, continuing: FNV1a.hash32(a))
   }
 
   private static func appendLittleEndian<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {

@@ -1,41 +1,18 @@
 /// FNV-1a: a fast, non-cryptographic hash for lookups and file checks (not for anything an
 /// attacker must not be able to collide).
-struct FNV1a<Value: FixedWidthInteger & UnsignedInteger> {
-  private(set) var value: Value
+enum FNV1a {
+  /// The 32-bit offset basis: the hash of no bytes.
+  static let basis32: UInt32 = 0x811C_9DC5
+  /// The 64-bit offset basis.
+  static let basis64: UInt64 = 0xCBF2_9CE4_8422_2325
 
-  private let prime: Value
-
-  private init(basis: Value, prime: Value) {
-    value = basis
-    self.prime = prime
+  /// The 32-bit hash of `bytes`, or of what `hash` covered followed by `bytes`.
+  static func hash32(_ bytes: some Sequence<UInt8>, continuing hash: UInt32 = basis32) -> UInt32 {
+    bytes.reduce(hash) { ($0 ^ UInt32($1)) &* 0x0100_0193 }
   }
-
-  /// Adds bytes to the hash.
-  mutating func combine(_ bytes: some Sequence<UInt8>) {
-    for byte in bytes { value = (value ^ Value(byte)) &* prime }
-  }
-}
-
-extension FNV1a where Value == UInt32 {
-  /// A fresh 32-bit hash.
-  init() { self.init(basis: 0x811C_9DC5, prime: 0x0100_0193) }
-
-  /// The 32-bit hash of `bytes`.
-  static func hash(_ bytes: some Sequence<UInt8>) -> UInt32 {
-    var hasher = FNV1a()
-    hasher.combine(bytes)
-    return hasher.value
-  }
-}
-
-extension FNV1a where Value == UInt64 {
-  /// A fresh 64-bit hash.
-  init() { self.init(basis: 0xCBF2_9CE4_8422_2325, prime: 0x0100_0000_01B3) }
 
   /// The 64-bit hash of `bytes`.
-  static func hash(_ bytes: some Sequence<UInt8>) -> UInt64 {
-    var hasher = FNV1a()
-    hasher.combine(bytes)
-    return hasher.value
+  static func hash64(_ bytes: some Sequence<UInt8>) -> UInt64 {
+    bytes.reduce(basis64) { ($0 ^ UInt64($1)) &* 0x0100_0000_01B3 }
   }
 }
