@@ -18,14 +18,21 @@ final class OutboxTests: XCTestCase {
     try Outbox(loop: loop, disk: disk, directory: dir.path, maxMessages: max)
   }
 
+  /// Starts an enqueue and spins the loop until its completion has run.
+  private func completed<T>(_ start: (@escaping (T) -> Void) -> Void) throws -> T {
+    var result: T?
+    start { result = $0 }
+    try spin(loop) { result != nil }
+    return try XCTUnwrap(result)
+  }
+
   @discardableResult
   private func send(_ outbox: Outbox, _ text: String, room: String? = "7", id: String? = nil) throws
     -> Result<OutboxEntry, OutboxError>
   {
-    var result: Result<OutboxEntry, OutboxError>?
-    outbox.enqueue(room: room.flatMap(RoomID.init), text: text, id: id) { result = $0 }
-    try spin(loop) { result != nil }
-    return try XCTUnwrap(result)
+    try completed {
+      outbox.enqueue(room: room.flatMap(RoomID.init), text: text, id: id, completion: $0)
+    }
   }
 
   func testAcceptedMessagesAreDurableBeforeTheCompletionAndSurviveARestart() throws {
@@ -50,10 +57,7 @@ final class OutboxTests: XCTestCase {
   private func sendBatch(_ outbox: Outbox, _ texts: [String], room: String? = "7") throws
     -> Result<ArraySlice<OutboxEntry>, OutboxError>
   {
-    var result: Result<ArraySlice<OutboxEntry>, OutboxError>?
-    outbox.enqueue(room: room.flatMap(RoomID.init), texts: texts) { result = $0 }
-    try spin(loop) { result != nil }
-    return try XCTUnwrap(result)
+    try completed { outbox.enqueue(room: room.flatMap(RoomID.init), texts: texts, completion: $0) }
   }
 
   func testABatchIsDurableInOrderWithConsecutiveCountsBeforeItsCompletion() throws {
