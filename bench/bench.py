@@ -647,7 +647,7 @@ def scenario_idle(report: Report) -> None:
     rows = [[name, fmt(path.stat().st_size / 1e6, 1), fmt(stripped_size(path), 1)]
             for name, path in (("chatlinkd", CHATLINKD), ("chatlinkctl", CHATLINKCTL),
                                ("chatlink-devserver", DEVSERVER), ("Go peer (gorilla), for scale", GOPEER))]
-    report.table("5b. Binary size (static Swift runtime; strip --strip-unneeded)", ["binary", "built MB", "stripped MB"], rows)
+    report.table("5b. Binary size (static Swift runtime, chatlinkctl a static PIE; strip --strip-unneeded)", ["binary", "built MB", "stripped MB"], rows)
     report.note("CPU is the sum of every thread's schedstat run time over the window. The Go peer "
                 "sends no pings of its own; the Python peer pings every 20 s (its default).")
     report.load(load)
@@ -675,7 +675,7 @@ def describe() -> list[str]:
     return [
         f"commit {commit}{' with uncommitted changes under Sources/' if dirty else ''}; "
         f"{NCPU} × {model}; Linux {platform.release()}",
-        f"{first_line([str(CHATLINKD), '--version'])} (release, --static-swift-stdlib); "
+        f"{first_line([str(CHATLINKD), '--version'])} (release, scripts/build-release.sh: static Swift runtime, chatlinkctl a static PIE); "
         f"{first_line(['swift', '--version'])}; {first_line(['go', 'version'])}; websockets {ws}",
         f"mode: {'QUICK (N ÷ 10)' if QUICK else 'full'}, {REPS} interleaved repetitions per figure",
     ]

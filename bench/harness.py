@@ -29,7 +29,7 @@ NCPU = os.cpu_count() or 1
 
 def env_bin(name: str) -> Path:
     """A binary of this checkout's static release build (bench/run.sh builds them)."""
-    return Path(os.environ.get("BENCH_BIN", CACHE / "build" / "release")) / name
+    return Path(os.environ.get("BENCH_BIN", CACHE / "build" / "bin")) / name
 
 
 CHATLINKD = env_bin("chatlinkd")

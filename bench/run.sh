@@ -7,8 +7,8 @@
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
 #   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
 #
-# Builds chatlinkd, chatlinkctl and chatlink-devserver in release mode with the Swift runtime
-# linked statically (in .cache/bench/build, apart from the normal .build), and the Go peer on
+# Builds chatlinkd, chatlinkctl and chatlink-devserver as the package ships them
+# (scripts/build-release.sh, in .cache/bench/build, apart from the normal .build), and the Go peer on
 # Debian's gorilla/websocket; then runs bench/bench.py. Everything listens on 127.0.0.1 only;
 # every process it starts is stopped at exit. Results: stdout and .cache/bench/results-*.md.
 set -euo pipefail
@@ -28,11 +28,10 @@ if ! command -v go >/dev/null || [ ! -d /usr/share/gocode/src/github.com/gorilla
   $sudo apt-get install -y --no-install-recommends golang golang-github-gorilla-websocket-dev >&2
 fi
 
-echo "bench: building the static release binaries in .cache/bench/build" >&2
-for product in chatlinkd chatlinkctl chatlink-devserver; do
-  swift build -c release --static-swift-stdlib --scratch-path "$cache/build" --product "$product" \
-    >"$cache/logs/build-$product.log" 2>&1 || { cat "$cache/logs/build-$product.log" >&2; exit 1; }
-done
+echo "bench: building the release binaries as the package ships them, in .cache/bench/build" >&2
+RELEASE_SCRATCH="$cache/build" scripts/build-release.sh "$cache/build/bin" \
+  chatlinkd chatlinkctl chatlink-devserver >"$cache/logs/build.log" 2>&1 ||
+  { cat "$cache/logs/build.log" >&2; exit 1; }
 
 echo "bench: building the Go peer" >&2
 # GOPATH mode on Debian's source packages: no module download, no network.

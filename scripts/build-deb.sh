@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # `make deb`: builds dist/chatlink_<version>_amd64.deb from a release build with the Swift
-# standard library linked statically, so the package depends only on Debian libraries.
+# standard library linked statically (scripts/build-release.sh), so the package depends only on
+# Debian libraries.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Varlink/Version.swift)
 [ -n "$version" ] || { echo "build-deb: cannot read the version" >&2; exit 1; }
 
-swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product chatlinkd
-swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product chatlinkctl
-bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+# chatlinkd with the Swift runtime linked statically; chatlinkctl a static PIE (see there).
+bin="$repo/.build/deb/bin"
+scripts/build-release.sh "$bin" chatlinkd chatlinkctl
 
 stage="$repo/.build/deb/chatlink_${version}_amd64"
 rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/usr/lib/sysusers.d" \
   "$stage/usr/lib/tmpfiles.d" "$stage/etc/chatlink" "$stage/usr/share/doc/chatlink" \
   "$stage/usr/share/man/man1" "$stage/usr/share/man/man5" "$stage/usr/share/man/man8" \
-  "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions"
+  "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
+  "$stage/usr/share/lintian/overrides"
 
 install -m 0755 "$bin/chatlinkd" "$bin/chatlinkctl" "$stage/usr/bin/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/chatlinkd" "$stage/usr/bin/chatlinkctl"
@@ -27,6 +29,7 @@ install -m 0644 config/chatlinkd.conf "$stage/etc/chatlink/chatlinkd.conf"
 install -m 0644 completions/chatlinkctl.bash "$stage/usr/share/bash-completion/completions/chatlinkctl"
 install -m 0644 completions/_chatlinkctl "$stage/usr/share/zsh/vendor-completions/_chatlinkctl"
 install -m 0644 packaging/debian/copyright "$stage/usr/share/doc/chatlink/copyright"
+install -m 0644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/overrides/chatlink"
 sed "s/@VERSION@/$version/g" packaging/debian/changelog | gzip -9n >"$stage/usr/share/doc/chatlink/changelog.gz"
 for page in man/chatlinkctl.1:man1 man/chatlinkd.conf.5:man5 man/chatlinkd.8:man8; do
   src=${page%%:*}

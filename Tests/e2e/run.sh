@@ -107,6 +107,7 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v systemd-nspawn >/dev/null || need+=(systemd-container)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v objdump >/dev/null || need+=(binutils)
+command -v lintian >/dev/null || need+=(lintian)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get update -qq >"$logs/apt-host.log" 2>&1 || true
@@ -139,10 +140,10 @@ if [ -n "${E2E_DEVSERVER:-}" ]; then
   devserver=$(readlink -f "$E2E_DEVSERVER")
 else
   say "building chatlink-devserver (--static-swift-stdlib)"
-  # The same flags as scripts/build-deb.sh, so that the two builds do not invalidate each other.
-  (cd "$repo" && swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product chatlink-devserver) \
+  # The script scripts/build-deb.sh uses, so that the two builds do not invalidate each other.
+  "$repo/scripts/build-release.sh" "$logs/bin" chatlink-devserver \
     >"$logs/build-devserver.log" 2>&1 || die "building chatlink-devserver failed (see $logs/build-devserver.log)"
-  devserver="$(cd "$repo" && swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --show-bin-path)/chatlink-devserver"
+  devserver="$logs/bin/chatlink-devserver"
 fi
 [ -x "$devserver" ] || die "no chatlink-devserver at $devserver"
 # Debug and release, static and dynamic builds share .build/<config>: make sure we got static ones.
@@ -158,6 +159,9 @@ for bin in "$stage/chatlink-devserver" "$stage/unpacked/usr/bin/chatlinkd" "$sta
 done
 deb_name=$(basename "$deb")
 say "package: $deb_name ($(du -h "$deb" | cut -f1))"
+# The README promises that lintian reports nothing (overrides: packaging/debian/lintian-overrides).
+lintian --fail-on error,warning "$deb" >"$logs/lintian.log" 2>&1 ||
+  die "lintian reports on $deb_name: $(grep -E '^[EW]: ' "$logs/lintian.log" | head -n5 | paste -sd';' -)"
 
 # ---------------------------------------------------------------------------------------------
 # The Debian tree, cached by the hash of what goes into it.

@@ -110,8 +110,11 @@ def test_subscribe_streams_message_events_carrying_the_stored_record(daemon, bac
             5,
             "a message event for the pushed message",
         )
+    # The event goes out as the record is appended; the disk thread writes it a moment later.
+    seq = event["record"]["seq"]
+    wait_until(lambda: daemon.status()["durable_seq"] >= seq, 5, message=f"seq {seq} durable")
     records, _ = read_store(daemon.store_dir)
-    stored = [r for r in records if r["seq"] == event["record"]["seq"]]
+    stored = [r for r in records if r["seq"] == seq]
     assert stored == [event["record"]]
     assert event["record"]["dir"] == "in" and event["record"]["room"] == 7
 

@@ -80,6 +80,9 @@ public final class MessageStore {
   private var inFlightBytes = 0
   private var inFlight = false
   private var flushPosted = false
+  /// When the last successful fsync started: the group-commit interval runs from the start of
+  /// one sync to the start of the next, so a line waits at most the interval plus one fsync
+  /// (counting from the end would add the fsync's duration to every interval).
   private var lastSync: Microseconds = 0
   private var syncTimer: Timer?
   private var retryTimer: Timer?
@@ -220,13 +223,14 @@ public final class MessageStore {
     disk.submit(
       { log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: shouldSync) },
       completion: { [weak self] outcome in
-        self?.finished(outcome, chunk: chunk, lines: lines, target: target, synced: shouldSync)
+        self?.finished(
+          outcome, chunk: chunk, lines: lines, target: target, synced: shouldSync, startedAt: now)
       })
   }
 
   private func finished(
     _ outcome: RotatingLog.Outcome, chunk: HandedBytes, lines: [StoreLineInfo], target: UInt64,
-    synced: Bool
+    synced: Bool, startedAt: Microseconds
   ) {
     inFlight = false
     inFlightBytes = 0
@@ -236,7 +240,7 @@ public final class MessageStore {
       spare?.keep(chunk)
       writtenSeq = target
       if synced {
-        lastSync = loop.now
+        lastSync = startedAt
       }
       if synced || options.sync == .none {
         durableSeq = writtenSeq
