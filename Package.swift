@@ -18,11 +18,12 @@ let package = Package(
   targets: [
     .systemLibrary(
       name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-    .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+    // Headers only, no pkgConfig: libssl is loaded with dlopen for wss:// (see its shim.h).
+    .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
-    .target(name: "WebSocket", dependencies: ["CZlib", "COpenSSL", "JSON"], swiftSettings: strict),
+    .target(name: "WebSocket", dependencies: ["CZlib", "JSON"], swiftSettings: strict),
     // sd-event wrapper, sd_notify, journald logging.
     .target(name: "EventLoop", dependencies: ["CSystemd"], swiftSettings: strict),
     // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.

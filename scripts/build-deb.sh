@@ -37,8 +37,13 @@ for page in man/chatlinkctl.1:man1 man/chatlinkd.conf.5:man5 man/chatlinkd.8:man
 done
 chmod 0644 "$stage"/usr/share/man/*/*.gz "$stage/usr/share/doc/chatlink/changelog.gz"
 
-# Dependencies: the Debian package of every shared library the binaries need.
-depends=$(for f in "$stage"/usr/bin/*; do objdump -p "$f" | awk '/NEEDED/ {print $2}'; done | sort -u |
+# Dependencies: the Debian package of every shared library the binaries need: those they link
+# (NEEDED) and libssl, which chatlinkd loads with dlopen for wss:// (Transport/OpenSSLLibrary.swift
+# names the soname of the OpenSSL major version its headers describe, as this does).
+ssl_major=$(sed -n 's/^# *define OPENSSL_VERSION_MAJOR *\([0-9][0-9]*\).*/\1/p' /usr/include/openssl/opensslv.h)
+[ -n "$ssl_major" ] || { echo "build-deb: cannot read OPENSSL_VERSION_MAJOR" >&2; exit 1; }
+depends=$({ for f in "$stage"/usr/bin/*; do objdump -p "$f" | awk '/NEEDED/ {print $2}'; done
+  echo "libssl.so.$ssl_major"; } | sort -u |
   while read -r lib; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
     [ -n "$path" ] || { echo "build-deb: $lib is not a system library" >&2; exit 1; }

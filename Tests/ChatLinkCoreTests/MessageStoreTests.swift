@@ -267,6 +267,34 @@ final class MessageStoreTests: XCTestCase {
     XCTAssertEqual(seqs(), [1, 2])
   }
 
+  /// The store writes one chunk at a time. Once the next chunk is full while the disk still
+  /// writes the last, it asks its producer to pause (`isBehind`) instead of growing, and lets
+  /// it go on once that chunk is with the disk; nothing appended meanwhile is lost.
+  func testTheStoreIsBehindOnlyWhileTheNextChunkIsFullAndTheDiskIsBusy() throws {
+    let store = try open(sync: .none)
+    // Hold the disk thread, so that the first chunk stays in flight.
+    let gate = DispatchSemaphore(value: 0)
+    disk.submit({ gate.wait() }, completion: { _ in })
+    let record = Array(repeating: UInt8(ascii: "x"), count: 1000)
+    var appended = 0
+    while !store.isBehind && appended < 10_000 {
+      store.append(direction: .inbound, room: nil, payload: .text(record))
+      appended += 1
+    }
+    XCTAssertTrue(store.isBehind)
+    XCTAssertFalse(store.hasCaughtUp)
+    // One chunk with the (held) disk, one full behind it, and not a record more.
+    XCTAssertGreaterThanOrEqual(store.backlogBytes, 2 * MessageStore.chunkSize)
+    XCTAssertLessThan(store.backlogBytes, 2 * MessageStore.chunkSize + 4096)
+    gate.signal()
+    try spin(loop) { store.hasCaughtUp }
+    XCTAssertFalse(store.isBehind)
+    var done = false
+    store.whenDurable { done = true }
+    try spin(loop) { done }
+    XCTAssertEqual(seqs(), Array(1...UInt64(appended)))
+  }
+
   func testStoreFilesAreCreatedWithMode0640() throws {
     _ = try open()
     var info = stat()

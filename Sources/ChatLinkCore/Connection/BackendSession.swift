@@ -501,17 +501,14 @@ public final class BackendSession: WebSocketClientDelegate {
   /// Whether reading is paused because the store is behind.
   private var readingPaused = false
 
-  /// Pauses reading while the store's unwritten backlog is large, and resumes once it has
-  /// drained, so memory stays bounded when the disk is slower than the network. While the
-  /// disk is failing the bound is larger: the connection stays up and keeps what it can.
+  /// Pauses reading while the store is behind (`MessageStore.isBehind`) and resumes once it
+  /// has caught up, so memory stays bounded when the disk is slower than the network.
   private func applyBackpressure() {
-    let high = store.failure == nil ? 2 << 20 : 64 << 20
-    let backlog = store.backlogBytes
-    if !readingPaused && backlog > high {
+    if !readingPaused && store.isBehind {
       readingPaused = true
       client?.isReadingPaused = true
-      logger.debug("store is behind; pausing reads", ["backlog_bytes": String(backlog)])
-    } else if readingPaused && backlog < high / 4 {
+      logger.debug("store is behind; pausing reads", ["backlog_bytes": String(store.backlogBytes)])
+    } else if readingPaused && store.hasCaughtUp {
       readingPaused = false
       client?.isReadingPaused = false
     }

@@ -63,7 +63,7 @@ public final class MessageStore {
   public private(set) var failure: SystemError?
   /// Called when `durableSeq` advances.
   public var onDurable: ((UInt64) -> Void)?
-  /// Called after every write attempt, so a producer paused on `backlogBytes` can resume.
+  /// Called after every write attempt, so a producer paused on `isBehind` can resume.
   public var onWritten: (() -> Void)?
   /// Called when writes start failing (with the error) or recover (with nil).
   public var onHealthChange: ((SystemError?) -> Void)?
@@ -142,6 +142,28 @@ public final class MessageStore {
   /// Bytes formatted but not yet written: grows when the disk is slow or full.
   public var backlogBytes: Int { buffer.count + inFlightBytes }
 
+  /// The size of a write: records go to the disk thread once per loop iteration, or once this
+  /// many bytes of them are formatted, one write at a time.
+  public static let chunkSize = 512 << 10
+  /// How far a chunk may overshoot `chunkSize` without reallocating: a producer told to pause
+  /// (`isBehind`) stops after the socket read it is in, 64 KiB of frames.
+  static let chunkHeadroom = 128 << 10
+  /// While writes fail, records wait in memory up to this much (the connection stays up and
+  /// keeps what it can); a producer resumes once the backlog is under a quarter of it.
+  static let failingBacklogLimit = 64 << 20
+
+  /// Whether a producer should pause: the next chunk is full while the disk still writes the
+  /// last one, so more records would only grow memory (and copy the chunk as it grows).
+  public var isBehind: Bool {
+    failure == nil ? buffer.count >= Self.chunkSize : backlogBytes > Self.failingBacklogLimit
+  }
+
+  /// Whether a producer paused by `isBehind` may go on: the full chunk went to the disk.
+  public var hasCaughtUp: Bool {
+    failure == nil
+      ? buffer.count < Self.chunkSize : backlogBytes < Self.failingBacklogLimit / 4
+  }
+
   /// Appends a record; returns its seq. It becomes durable asynchronously (`onDurable`).
   @discardableResult
   public func append(
@@ -157,7 +179,7 @@ public final class MessageStore {
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq
-    if buffer.count >= 1 << 20 {
+    if buffer.count >= Self.chunkSize {
       flush()
     } else if !flushPosted {
       // Everything appended in this loop iteration goes out in one write.
@@ -210,7 +232,9 @@ public final class MessageStore {
     let chunk = HandedBytes(buffer)
     let chunkBytes = buffer.count
     let lines = bufferLines
-    buffer = spare?.take(reserving: min(chunkBytes, 1 << 20)) ?? []
+    // After a full chunk, the next one is likely full too: room for it and its overshoot.
+    let reserve = chunkBytes < Self.chunkSize ? chunkBytes : Self.chunkSize + Self.chunkHeadroom
+    buffer = spare?.take(reserving: reserve) ?? []
     bufferLines = []
     bufferLines.reserveCapacity(lines.count)
     let chunkSeq = bufferLastSeq

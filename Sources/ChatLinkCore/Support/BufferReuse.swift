@@ -29,10 +29,10 @@ final class HandedBytes: @unchecked Sendable {
 final class SpareBuffer {
   private var spare: [UInt8] = []
   private var releaseTimer: Timer?
-  /// Buffers beyond this are never kept: the store writes a chunk once it reaches 1 MiB, so a
-  /// bigger one means records piled up behind a slow write: a flood, where peak memory
-  /// matters more than page faults, and a kept spare is resident in full from the start where
-  /// a fresh buffer becomes resident only as it fills.
+  /// Buffers beyond this are never kept: the store writes chunks of 512 KiB and pauses its
+  /// producer when the next one is full (`MessageStore.chunkSize`), so a bigger buffer holds
+  /// one outsized record or a backlog of a failing disk. Either is rare, and a kept spare is
+  /// resident in full from the start where a fresh buffer becomes resident only as it fills.
   static let limit = 1 << 20
   /// How long a spare outlives the last write.
   static let keepFor: Microseconds = 1_000_000
