@@ -5,12 +5,45 @@
 /// whether it holds raw line breaks (which JSON Lines cannot carry), and the byte ranges of
 /// up to two levels of named fields.
 public struct JSONScanner {
+  /// The byte ranges of requested fields, by index in the request: a table of fixed size kept
+  /// inline, so that a scan allocates nothing (every inbound frame is scanned).
+  public struct FieldRanges: Sendable, Hashable, RandomAccessCollection {
+    /// The most fields one scan can report, per level.
+    public static let capacity = 8
+    // -1 where a field is absent.
+    private var starts = SIMD8<Int>(repeating: -1)
+    private var ends = SIMD8<Int>(repeating: -1)
+    /// How many fields were requested.
+    public let count: Int
+
+    init(count: Int) {
+      precondition(count <= Self.capacity, "at most \(Self.capacity) keys per level")
+      self.count = count
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    /// The range of field `index`'s value, or nil when the field is absent.
+    public subscript(index: Int) -> Range<Int>? {
+      get {
+        precondition(index >= 0 && index < count, "field index out of range")
+        return starts[index] < 0 ? nil : starts[index]..<ends[index]
+      }
+      set {
+        precondition(index >= 0 && index < count, "field index out of range")
+        starts[index] = newValue?.lowerBound ?? -1
+        ends[index] = newValue?.upperBound ?? -1
+      }
+    }
+  }
+
   /// What a scan found.
   public struct Result: Sendable, Hashable {
     /// Byte ranges of the requested top-level fields' values, by index in the request.
-    public var topLevel: [Range<Int>?]
+    public var topLevel: FieldRanges
     /// Byte ranges of the requested fields inside the nested object, by index.
-    public var nested: [Range<Int>?]
+    public var nested: FieldRanges
     /// Whether insignificant whitespace contains CR or LF (the text must be minified
     /// before it can be one JSON line).
     public var hasLineBreaks: Bool
@@ -57,8 +90,8 @@ public struct JSONScanner {
   ) -> Result? {
     var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     var result = Result(
-      topLevel: Array(repeating: nil, count: topLevelKeys.count),
-      nested: Array(repeating: nil, count: nestedKeys.count), hasLineBreaks: false, isObject: false)
+      topLevel: FieldRanges(count: topLevelKeys.count),
+      nested: FieldRanges(count: nestedKeys.count), hasLineBreaks: false, isObject: false)
     scanner.skipWhitespace()
     guard scanner.index < scanner.count else { return nil }
     result.isObject = scanner.peek == UInt8(ascii: "{")

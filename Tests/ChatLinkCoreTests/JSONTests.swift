@@ -17,6 +17,23 @@ final class JSONTests: XCTestCase {
     return String(decoding: Array(text.utf8)[range], as: UTF8.self)
   }
 
+  func testScannerReportsUpToEightFieldsPerLevelInline() throws {
+    let keys = (0..<8).map { "k\($0)" }
+    let text = "{" + keys.reversed().map { "\"\($0)\":\"\($0)v\"" }.joined(separator: ",") + "}"
+    let result = try XCTUnwrap(scan(text, top: keys))
+    XCTAssertEqual(JSONScanner.FieldRanges.capacity, 8)
+    XCTAssertEqual(result.topLevel.count, 8)
+    XCTAssertEqual(result.topLevel.map { slice(text, $0) }, keys.map { "\"\($0)v\"" })
+    XCTAssertTrue(result.nested.isEmpty)
+    var ranges = result.topLevel
+    ranges[3] = nil
+    XCTAssertNil(ranges[3])
+    XCTAssertNotEqual(ranges, result.topLevel)
+    ranges[3] = result.topLevel[3]
+    XCTAssertEqual(ranges, result.topLevel)
+    XCTAssertEqual(ranges.hashValue, result.topLevel.hashValue)
+  }
+
   func testScannerAcceptsValidJSONOfEveryKind() {
     for text in [
       "{}", "[]", "0", "-0.5e+10", "\"\"", "true", "false", "null",

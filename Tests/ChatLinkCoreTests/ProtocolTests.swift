@@ -40,6 +40,26 @@ final class ProtocolTests: XCTestCase {
     XCTAssertEqual(inbound.event, "message")
   }
 
+  /// The event name is compared as bytes; an escaped spelling is still the same name, and a
+  /// longer or other name is not an echo.
+  func testEnvelopeRecognisesAnEchoWhateverTheEventNamesEscapingAndNothingElse() {
+    let envelope = EnvelopeProtocol(sender: "bot")
+    func decode(_ event: String) -> InboundMessage {
+      envelope.decode(
+        .text(Array(#"{"event":"\#(event)","data":{"room_id":7,"client_id":"c-9"}}"#.utf8)))
+    }
+    let escaped = decode(#"mess\u0061ge"#)
+    XCTAssertEqual(escaped.echoedClientID, "c-9")
+    XCTAssertEqual(escaped.event, "message")
+    for other in ["messages", "messag", "Message", "", #"message\n"#] {
+      XCTAssertNil(decode(other).echoedClientID, other)
+    }
+    let numeric = envelope.decode(
+      .text(Array(#"{"event":7,"data":{"room_id":7,"client_id":"c-9"}}"#.utf8)))
+    XCTAssertNil(numeric.echoedClientID)
+    XCTAssertNil(numeric.event)
+  }
+
   func testEnvelopeDecodesRoomsAndEchoesAndKeepsFramesThatDoNotParse() {
     let envelope = EnvelopeProtocol(sender: "bot")
     let message = envelope.decode(

@@ -486,6 +486,29 @@ check_fatal_priority() {
   [ -z "$reason" ]
 }
 
+# chatlinkd loads OpenSSL with dlopen for its first TLS context (Transport/OpenSSLLibrary.swift):
+# under the hardened unit (MemoryDenyWriteExecute=, SystemCallFilter=, ProtectSystem=) that must
+# still work. The devserver speaks plain ws, so a wss:// URL to it stays in the TLS handshake
+# (the devserver waits for an HTTP request that never comes) until it times out: proof that
+# libssl was loaded and used, where a refused dlopen would stop the start instead.
+tls_handshake_tried() { status_has "TLS handshake"; }
+check_tls_loads() {
+  local dropin=/etc/chatlink/chatlinkd.conf.d/60-e2e-wss.conf pid
+  ctsh "printf '[Backend]\nURL=wss://127.0.0.1:$port/\n' >$dropin"
+  ct systemctl restart chatlinkd.service || why "systemctl restart with a wss:// URL failed"
+  wait_for 15 tls_handshake_tried || why "no TLS handshake failure in the status (STATUS: $(status_line))"
+  pid=$(show MainPID)
+  ctsh "grep -o 'libssl.so.[0-9]*' /proc/$pid/maps | sort -u" | has '^libssl.so.3$' ||
+    why "the daemon's maps show no libssl.so.3 after a wss:// attempt"
+  echo "wss:// attempt: $(status_line)"
+  ct rm -f "$dropin"
+  ct systemctl restart chatlinkd.service || why "restart after removing the wss:// drop-in failed"
+  wait_for 15 connected || why "not connected after removing the wss:// drop-in"
+  pid=$(show MainPID)
+  if ctsh "grep -q libssl /proc/$pid/maps"; then why "a ws:// daemon maps libssl"; fi
+  [ -z "$reason" ]
+}
+
 rooms() { ct chatlinkctl rooms; }
 check_reload() {
   local before after pid
@@ -764,6 +787,7 @@ run 4 "chatlinkctl send (root, group, refused) and the store (tail -F)" check_se
 run 5 "store and socket modes and owners" check_modes
 run 6 "structured journal entries" check_journal
 run 6b "a failed start is logged at priority err" check_fatal_priority
+run 6c "wss:// loads OpenSSL under the hardened unit; ws:// never maps it" check_tls_loads
 run 7 "systemctl reload applies Rooms=" check_reload
 run 8 "kill -9: restart, seq continues, outbox delivered" check_kill
 run 9 "watchdog" check_watchdog

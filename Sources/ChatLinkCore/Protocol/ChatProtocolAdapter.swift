@@ -10,8 +10,15 @@ public struct InboundMessage: Sendable {
   public var room: [UInt8]?
   /// The client id of one of our messages, when this frame echoes it.
   public var echoedClientID: String?
+  /// Where the event name is in the payload (a JSON string), when the protocol has one: the
+  /// name itself is made only when asked for, since it is compared as bytes.
+  var eventRange: Range<Int>?
+
   /// The event name, when the protocol has one.
-  public var event: String?
+  public var event: String? {
+    guard case .text(let bytes) = payload else { return nil }
+    return bytes.withUnsafeBytes { EnvelopeProtocol.string($0, eventRange) }
+  }
 }
 
 /// Translates between chat operations and WebSocket messages for one backend dialect.
@@ -45,6 +52,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   private let messageKey: [UInt8]
   private let senderAndCountKey: [UInt8]
   private let clientIDKey: [UInt8]
+  private let messageEventName: [UInt8]
 
   /// Creates the adapter.
   public init(names: Configuration.Envelope = Configuration.Envelope(), sender: String) {
@@ -67,6 +75,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     var clientID: [UInt8] = []
     Self.key(names.clientIDField, into: &clientID)
     clientIDKey = clientID
+    messageEventName = Array(names.messageEvent.utf8)
   }
 
   public var hasRooms: Bool { true }
@@ -123,8 +132,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
 
   public func decode(_ message: Message) -> InboundMessage {
     guard case .text(let bytes) = message else {
-      return InboundMessage(
-        payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil)
     }
     return bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
@@ -132,7 +140,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
         raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
         maxDepth: JSONScanner.embeddedMaxDepth)
       var inbound = InboundMessage(
-        payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+        payload: message, scan: .some(scan), room: nil, echoedClientID: nil)
       guard let scan else { return inbound }
       if let range = scan.nested[0] {
         let first = raw[range.lowerBound]
@@ -141,13 +149,27 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
           inbound.room = Array(raw[range])
         }
       }
-      inbound.event = Self.string(raw, scan.topLevel[0])
+      inbound.eventRange = scan.topLevel[0]
       // Only a message event echoes a send; other events may carry ids of their own.
-      if inbound.event == names.messageEvent {
+      if Self.string(raw, scan.topLevel[0], equals: messageEventName) {
         inbound.echoedClientID = Self.string(raw, scan.nested[1])
       }
       return inbound
     }
+  }
+
+  /// Whether the JSON string at `range` holds `expected`: compared as bytes, decoded only when
+  /// it has escapes.
+  static func string(
+    _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?, equals expected: [UInt8]
+  ) -> Bool {
+    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else {
+      return false
+    }
+    let content = UnsafeRawBufferPointer(
+      rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    if !content.contains(UInt8(ascii: "\\")) { return content.elementsEqual(expected) }
+    return JSONString.unescape(content) == expected
   }
 
   static func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
@@ -174,13 +196,11 @@ public struct RawProtocol: ChatProtocolAdapter {
 
   public func decode(_ message: Message) -> InboundMessage {
     guard case .text(let bytes) = message else {
-      return InboundMessage(
-        payload: message, scan: .none, room: nil, echoedClientID: nil, event: nil)
+      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil)
     }
     let scan = bytes.withUnsafeBytes {
       JSONScanner.scan($0, knownUTF8: true, maxDepth: JSONScanner.embeddedMaxDepth)
     }
-    return InboundMessage(
-      payload: message, scan: .some(scan), room: nil, echoedClientID: nil, event: nil)
+    return InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil)
   }
 }
