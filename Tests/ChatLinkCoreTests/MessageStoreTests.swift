@@ -135,18 +135,13 @@ final class MessageStoreTests: XCTestCase {
     try spin(loop) { done }
     let sizeBefore = FileSystem.size(store.path) ?? 0
 
-    // RLIMIT_FSIZE makes writes past the limit fail with EFBIG, as a full disk fails them.
-    signal(SIGXFSZ, SIG_IGN)
-    var old = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
-    var limited = rlimit(rlim_cur: rlim_t(sizeBefore + 150), rlim_max: old.rlim_max)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
-    for i in 0..<20 {
-      store.append(
-        direction: .inbound, room: nil, payload: .text(Array("record \(i) with some text".utf8)))
+    try withFileSizeLimit(sizeBefore + 150) {
+      for i in 0..<20 {
+        store.append(
+          direction: .inbound, room: nil, payload: .text(Array("record \(i) with some text".utf8)))
+      }
+      try spin(loop) { store.failure != nil }
     }
-    try spin(loop) { store.failure != nil }
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
     XCTAssertEqual(FileSystem.size(store.path), sizeBefore)
     XCTAssertGreaterThan(store.backlogBytes, 0)
     XCTAssertEqual(store.durableSeq, 1)
@@ -172,21 +167,16 @@ final class MessageStoreTests: XCTestCase {
     var attempts = 0
     store.onWritten = { attempts += 1 }
 
-    signal(SIGXFSZ, SIG_IGN)
-    var old = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
-    var limited = rlimit(
-      rlim_cur: rlim_t((FileSystem.size(store.path) ?? 0) + 10), rlim_max: old.rlim_max)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
-    // A record every loop iteration for 1.5 s, as a steady inbound stream brings them.
-    let start = loop.now
     var count: UInt64 = 1
-    while loop.now - start < 1_500_000 {
-      store.append(direction: .inbound, room: nil, payload: .text(Array("r \(count)".utf8)))
-      count += 1
-      try loop.runOnce(timeout: 5_000)
+    try withFileSizeLimit((FileSystem.size(store.path) ?? 0) + 10) {
+      // A record every loop iteration for 1.5 s, as a steady inbound stream brings them.
+      let start = loop.now
+      while loop.now - start < 1_500_000 {
+        store.append(direction: .inbound, room: nil, payload: .text(Array("r \(count)".utf8)))
+        count += 1
+        try loop.runOnce(timeout: 5_000)
+      }
     }
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
     XCTAssertNotNil(store.failure)
     XCTAssertGreaterThan(count, 50)
     // The first failure, then one retry a second.

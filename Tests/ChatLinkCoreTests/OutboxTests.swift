@@ -228,13 +228,7 @@ final class OutboxTests: XCTestCase {
     let outbox = try open()
     _ = try send(outbox, "before").get()
     let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
-    signal(SIGXFSZ, SIG_IGN)
-    var old = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
-    var limited = rlimit(rlim_cur: rlim_t(size + 10), rlim_max: old.rlim_max)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
-    let result = try send(outbox, "this line does not fit")
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    let result = try withFileSizeLimit(size + 10) { try send(outbox, "this line does not fit") }
     guard case .failure(.storageFailed) = result else { return XCTFail("\(result)") }
     XCTAssertEqual(outbox.pending.map(\.text), ["before"])
     XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
@@ -245,14 +239,10 @@ final class OutboxTests: XCTestCase {
     let outbox = try open()
     _ = try send(outbox, "before").get()
     let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
-    signal(SIGXFSZ, SIG_IGN)
-    var old = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
-    var limited = rlimit(rlim_cur: rlim_t(size + 100), rlim_max: old.rlim_max)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
     // The first line alone would fit: the batch must be refused as a whole all the same.
-    let result = try sendBatch(outbox, ["fits", String(repeating: "y", count: 200), "z"])
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &old)
+    let result = try withFileSizeLimit(size + 100) {
+      try sendBatch(outbox, ["fits", String(repeating: "y", count: 200), "z"])
+    }
     guard case .failure(.storageFailed) = result else { return XCTFail("\(result)") }
     XCTAssertEqual(outbox.pending.map(\.text), ["before"])
     XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
