@@ -50,13 +50,20 @@ public struct ProxyAddress: Sendable, Hashable, CustomStringConvertible {
       if after.hasPrefix(":") {
         guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { return nil }
         port = p
-      }
-    } else if let colon = rest.lastIndex(of: ":") {
-      guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
+      } else if !after.isEmpty {
         return nil
       }
-      port = p
-      host = rest[..<colon]
+      // Brackets hold an IPv6 literal, as in WebSocketURL.
+      guard host.contains(":"), !host.contains("[") else { return nil }
+    } else {
+      if let colon = rest.lastIndex(of: ":") {
+        guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
+          return nil
+        }
+        port = p
+        host = rest[..<colon]
+      }
+      guard !host.contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) else { return nil }
     }
     guard !host.isEmpty else { return nil }
     self.init(host: String(host), port: port)

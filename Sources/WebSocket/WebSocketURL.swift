@@ -13,6 +13,7 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
   public enum ParseError: Error, Sendable, Hashable, CustomStringConvertible {
     case unsupportedScheme(String)
     case missingHost
+    case invalidHost(String)
     case invalidPort(String)
     case userInfoNotAllowed
     case fragmentNotAllowed
@@ -22,6 +23,8 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
       switch self {
       case .unsupportedScheme(let s): "unsupported scheme '\(s)' (use ws:// or wss://)"
       case .missingHost: "the URL has no host"
+      case .invalidHost(let h):
+        "invalid host '\(h)' (an IPv6 address goes in brackets, as in ws://[::1]:9001/)"
       case .invalidPort(let p): "invalid port '\(p)'"
       case .userInfoNotAllowed: "user:password@ is not allowed in a WebSocket URL"
       case .fragmentNotAllowed: "a WebSocket URL may not have a #fragment (RFC 6455 §3)"
@@ -63,9 +66,21 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         portPart = afterBracket.dropFirst()
       }
       hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-    } else if let colon = hostPart.lastIndex(of: ":") {
-      portPart = hostPart[hostPart.index(after: colon)...]
-      hostPart = hostPart[..<colon]
+      guard !hostPart.isEmpty else { throw .missingHost }
+      // Brackets hold an IPv6 literal (RFC 3986 §3.2.2), and only one.
+      guard hostPart.contains(":"), !hostPart.contains("[") else {
+        throw .invalidHost("[\(hostPart)]")
+      }
+    } else {
+      if let colon = hostPart.lastIndex(of: ":") {
+        portPart = hostPart[hostPart.index(after: colon)...]
+        hostPart = hostPart[..<colon]
+      }
+      // Outside brackets a host is a name or an IPv4 address: a colon or a bracket left here
+      // is an IPv6 address written without brackets, or a typo.
+      guard !hostPart.contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) else {
+        throw .invalidHost(String(hostPart))
+      }
     }
     guard !hostPart.isEmpty else { throw .missingHost }
     host = hostPart.lowercased()

@@ -159,6 +159,12 @@ final class ConfigTests: XCTestCase {
     XCTAssertTrue(error("[Nope]\nX=1")?.message.hasPrefix("unknown section") ?? false)
     XCTAssertTrue(
       error("[Backend]\nURL=http://a/")?.message.contains("unsupported scheme") ?? false)
+    let unbracketed = error("[Backend]\nURL=ws://::1:9001/")
+    XCTAssertEqual(unbracketed?.line, 2)
+    XCTAssertTrue(
+      unbracketed?.message.contains("invalid host '::1' (an IPv6 address goes in brackets")
+        ?? false,
+      unbracketed?.message ?? "accepted")
     XCTAssertTrue(
       error("[Backend]\nURL=ws://a/\nPingIntervalSec=soon")?.message.contains("time span") ?? false)
     XCTAssertTrue(

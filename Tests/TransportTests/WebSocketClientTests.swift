@@ -260,6 +260,10 @@ final class WebSocketClientTests: XCTestCase {
     XCTAssertEqual(ProxyAddress(url: "http://[::1]:3128"), ProxyAddress(host: "::1", port: 3128))
     XCTAssertNil(ProxyAddress(url: "http://user:pw@proxy:3128"))
     XCTAssertNil(ProxyAddress(url: "socks5://proxy:1080"))
+    // An IPv6 address needs brackets, and brackets hold only one, with nothing after but a port.
+    for bad in ["http://Y::1]:3128", "http://::1", "http://[127.0.0.1]:3128", "http://[::1]x"] {
+      XCTAssertNil(ProxyAddress(url: bad), bad)
+    }
     let env = [
       "https_proxy": "http://p:1", "http_proxy": "http://q:2",
       "no_proxy": "localhost,.internal.example, 10.0.0.1",

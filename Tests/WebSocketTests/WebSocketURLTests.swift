@@ -18,6 +18,9 @@ final class WebSocketURLTests: XCTestCase {
     let c = try WebSocketURL(parsing: "ws://127.0.0.1:80?x")
     XCTAssertEqual(c.resource, "/?x")
     XCTAssertEqual(c.hostHeader, "127.0.0.1")
+    let d = try WebSocketURL(parsing: "wss://[2001:DB8::1]/chat")
+    XCTAssertEqual(d.description, "wss://[2001:db8::1]/chat")
+    XCTAssertEqual(try WebSocketURL(parsing: d.description), d)
   }
 
   func testRefusesURLsThatAreNotWebSocketURLs() {
@@ -31,6 +34,13 @@ final class WebSocketURLTests: XCTestCase {
       ("ws://user:pw@host/", .userInfoNotAllowed),
       ("ws://host/#frag", .fragmentNotAllowed),
       ("ws://host/a b", .invalidCharacter),
+      // Found by the config fuzzer: this printed as ws://[y::1]]:9001/.
+      ("ws://Y::1]:9001/", .invalidHost("Y::1]")),
+      ("ws://::1/", .invalidHost(":")),
+      ("ws://host]/", .invalidHost("host]")),
+      ("ws://[127.0.0.1]/", .invalidHost("[127.0.0.1]")),
+      ("ws://[[::1]/", .invalidHost("[[::1]")),
+      ("ws://[]/", .missingHost),
     ]
     for (text, expected) in cases {
       XCTAssertThrowsError(try WebSocketURL(parsing: text), text) {
