@@ -163,22 +163,25 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   static func string(
     _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?, equals expected: [UInt8]
   ) -> Bool {
-    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else {
-      return false
-    }
-    let content = UnsafeRawBufferPointer(
-      rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    guard let content = stringContent(raw, range) else { return false }
     if !content.contains(UInt8(ascii: "\\")) { return content.elementsEqual(expected) }
     return JSONString.unescape(content) == expected
   }
 
   static func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
+    guard let content = stringContent(raw, range) else { return nil }
+    return String(decoding: JSONString.unescape(content), as: UTF8.self)
+  }
+
+  /// The bytes between the quotes of the JSON string at `range`, still escaped; nil when the
+  /// value there is not a string.
+  private static func stringContent(
+    _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?
+  ) -> UnsafeRawBufferPointer? {
     guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else {
       return nil
     }
-    let content = UnsafeRawBufferPointer(
-      rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
-    return String(decoding: JSONString.unescape(content), as: UTF8.self)
+    return UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
   }
 }
 
