@@ -18,6 +18,9 @@ let package = Package(
   targets: [
     .systemLibrary(
       name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    // glibc and Linux interfaces the Glibc module does not export (malloc tuning, thread names,
+    // peer credentials); headers only, nothing to link.
+    .systemLibrary(name: "CSystem"),
     // Headers only, no pkgConfig: libssl is loaded with dlopen for wss:// (see its shim.h).
     .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
@@ -25,10 +28,10 @@ let package = Package(
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
     .target(name: "WebSocket", dependencies: ["CZlib", "JSON"], swiftSettings: strict),
     // sd-event wrapper, sd_notify, journald logging.
-    .target(name: "EventLoop", dependencies: ["CSystemd"], swiftSettings: strict),
+    .target(name: "EventLoop", dependencies: ["CSystemd", "CSystem"], swiftSettings: strict),
     // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.
     .target(
-      name: "Transport", dependencies: ["EventLoop", "COpenSSL", "CSystemd"], swiftSettings: strict),
+      name: "Transport", dependencies: ["EventLoop", "COpenSSL", "CSystem"], swiftSettings: strict),
     // Drives a WebSocket.ClientConnection over a Transport stream on the loop.
     .target(
       name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
@@ -47,11 +50,16 @@ let package = Package(
       name: "ChatLinkCommands", dependencies: ["ChatLinkClient", "JSON", "Varlink"],
       swiftSettings: strict),
 
-    // The daemon's logic: config, connection manager, chat protocol, store, outbox, status.
+    // The backend link as pure parts: the state machine, reconnect policy, delivery ledger,
+    // keepalive and the backend-protocol seam with its dialects. No I/O, no clocks, no threads.
+    .target(name: "LinkCore", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
+
+    // The daemon's logic: config, the link's driver, store, outbox, control server, manager.
     .target(
       name: "ChatLinkCore",
       dependencies: [
-        "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink", "CSystemd",
+        "LinkCore", "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink",
+        "CSystem",
       ],
       swiftSettings: strict),
 
@@ -70,6 +78,7 @@ let package = Package(
 
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
+    .testTarget(name: "LinkCoreTests", dependencies: ["LinkCore"], swiftSettings: strict),
     .testTarget(name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore"], swiftSettings: strict),
     .testTarget(
       name: "ChatLinkCommandsTests", dependencies: ["ChatLinkCommands"], swiftSettings: strict),

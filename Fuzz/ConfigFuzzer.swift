@@ -381,11 +381,11 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
       }
       for room in list(v) where !c.rooms.contains(room) { c.rooms.append(room) }
     case "Sender": return set(v.isEmpty ? nil : v) { c.sender = $0 }
-    case "PingIntervalSec": return set(seconds(v, min: 0.1)) { c.pingInterval = $0 }
-    case "PongTimeoutSec": return set(seconds(v, min: 0.1)) { c.pongTimeout = $0 }
-    case "ConnectTimeoutSec": return set(seconds(v, min: 0.1)) { c.connectTimeout = $0 }
-    case "ReconnectMinSec": return set(seconds(v, min: 0.01)) { c.reconnectMin = $0 }
-    case "ReconnectMaxSec": return set(seconds(v, min: 0.01)) { c.reconnectMax = $0 }
+    case "PingIntervalSec": return set(seconds(v, min: 0.1)) { c.pingInterval = .seconds($0) }
+    case "PongTimeoutSec": return set(seconds(v, min: 0.1)) { c.pongTimeout = .seconds($0) }
+    case "ConnectTimeoutSec": return set(seconds(v, min: 0.1)) { c.connectTimeout = .seconds($0) }
+    case "ReconnectMinSec": return set(seconds(v, min: 0.01)) { c.reconnectMin = .seconds($0) }
+    case "ReconnectMaxSec": return set(seconds(v, min: 0.01)) { c.reconnectMax = .seconds($0) }
     case "Compression": return set(boolean(v)) { c.compression = $0 }
     case "MaxMessageSize": return set(size(v, min: 1024)) { c.maxMessageSize = $0 }
     default: return .unknownKey
@@ -397,7 +397,7 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     switch a.key {
     case "Directory": return set(v.hasPrefix("/") ? v : nil) { c.storeDirectory = $0 }
     case "Sync": return set(Configuration.SyncMode(rawValue: v.lowercased())) { c.sync = $0 }
-    case "SyncIntervalMSec": return set(positive(v, max: 60_000)) { c.syncIntervalMSec = $0 }
+    case "SyncIntervalMSec": return set(positive(v, max: 60_000)) { c.syncInterval = .milliseconds($0) }
     case "MaxFileSize": return set(size(v, min: 4096)) { c.maxFileSize = $0 }
     case "MaxFiles":
       guard let n = positive(v, max: 10_000) else { return .invalid }
@@ -573,17 +573,19 @@ func checkInvariants(_ c: Configuration, _ sources: [Source]) {
   require(!url.host.isEmpty && (1...65535).contains(url.port), "URL \(url) host or port")
   require(url.resource.hasPrefix("/"), "URL resource \(show(url.resource))")
   require(c.reconnectMin <= c.reconnectMax, "ReconnectMinSec > ReconnectMaxSec")
-  require(c.reconnectMin >= 0.01, "ReconnectMinSec \(c.reconnectMin)")
+  require(c.reconnectMin >= .milliseconds(10), "ReconnectMinSec \(c.reconnectMin)")
   for (name, value) in [
     ("PingIntervalSec", c.pingInterval), ("PongTimeoutSec", c.pongTimeout),
     ("ConnectTimeoutSec", c.connectTimeout), ("ReconnectMaxSec", c.reconnectMax),
   ] {
-    require(value.isFinite && value >= 0.01 && value <= 7 * 86400, "\(name) \(value)")
+    require(value >= .milliseconds(10) && value <= .seconds(7 * 86400), "\(name) \(value)")
   }
   require((2...10_000).contains(c.maxFiles), "MaxFiles \(c.maxFiles)")
   require(c.maxMessageSize >= 1024, "MaxMessageSize \(c.maxMessageSize)")
   require(c.maxFileSize >= 4096, "MaxFileSize \(c.maxFileSize)")
-  require((1...60_000).contains(c.syncIntervalMSec), "SyncIntervalMSec \(c.syncIntervalMSec)")
+  require(
+    (.milliseconds(1) ... .milliseconds(60_000)).contains(c.syncInterval),
+    "SyncIntervalMSec \(c.syncInterval)")
   require((1...10_000_000).contains(c.outboxMaxMessages), "MaxMessages \(c.outboxMaxMessages)")
   require(c.storeDirectory.hasPrefix("/"), "Directory \(show(c.storeDirectory))")
   require(

@@ -37,12 +37,12 @@
 #    -Xswiftc instruments and breaks every executable and test of the package), and would
 #    need a package edit for each fuzz target. Plain swiftc needs nothing but the sources.
 #  - Every target a fuzzer imports (ChatLinkCore imports WebSocket, WebSocketClient,
-#    Transport, EventLoop, JSON, Varlink; those import each other and CSystemd, COpenSSL,
-#    CZlib) is built as its own module, the way SwiftPM does it: `-parse-as-library
+#    Transport, EventLoop, JSON, Varlink, LinkCore; those import each other and CSystemd,
+#    CSystem, COpenSSL, CZlib) is built as its own module, the way SwiftPM does it: `-parse-as-library
 #    -module-name <Target> -emit-module -wmo -c`, with -sanitize=fuzzer,address, into
 #    .build/fuzz/modules/<Target>.{o,swiftmodule}, each after the targets it imports, with -I
 #    for that directory and for the system-library module maps (Sources/CSystemd,
-#    Sources/COpenSSL, Sources/CZlib). The dependency graph is read from the sources' own
+#    Sources/CSystem, Sources/COpenSSL, Sources/CZlib), and one -package-name as SwiftPM gives. The dependency graph is read from the sources' own
 #    `import` lines (imports_of below), so it follows Package.swift without a copy of it.
 #  - The fuzzer file is compiled against those modules and linked with their objects and
 #    -lsystemd -lssl -lcrypto -lz -lm (the modules' link lines ask for the same). varlink
@@ -136,8 +136,8 @@ fi
 read -r -a C_INCLUDES <<<"$(pkg-config --cflags-only-I openssl zlib libsystemd | sed 's/-I/-Xcc -I/g')"
 read -r -a C_LIBS <<<"$(pkg-config --libs libsystemd openssl zlib) -lm"
 SWIFT_VERSION="$("$SWIFTC" --version 2>&1 | head -n 1)"
-COMMON=(-parse-as-library -swift-version 6 -sanitize=fuzzer,address -g -O)
-MODULE_MAPS=(-I Sources/CSystemd -I Sources/COpenSSL -I Sources/CZlib)
+COMMON=(-parse-as-library -swift-version 6 -package-name chatlink -sanitize=fuzzer,address -g -O)
+MODULE_MAPS=(-I Sources/CSystemd -I Sources/CSystem -I Sources/COpenSSL -I Sources/CZlib)
 STRICT="${FUZZ_STRICT:-0}"
 read -r -a EXTRA_FLAGS <<<"${FUZZ_SWIFT_FLAGS:-}"
 

@@ -1,1 +1,2 @@
 @_exported import JSON
+@_exported import LinkCore

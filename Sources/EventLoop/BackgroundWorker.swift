@@ -1,4 +1,4 @@
-import CSystemd
+import CSystem
 @preconcurrency import Glibc
 import Synchronization
 

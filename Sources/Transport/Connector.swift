@@ -130,7 +130,9 @@ public final class Connector {
   private var nextAddress = 0
   private var attempts: [Attempt] = []
   private var failures: [String] = []
-  private var phase = "resolving"
+  private var phase = Phase.resolving {
+    didSet { onPhaseChange?(phase) }
+  }
   private var handshake: (fd: Int32, session: TLSSession, watcher: IOWatcher, peer: String)?
 
   private final class Attempt {
@@ -159,8 +161,20 @@ public final class Connector {
     cancel()
   }
 
-  /// What the connector is doing, for status lines: "resolving", "connecting", "TLS handshake".
-  public var currentPhase: String { phase }
+  /// What a connector is doing.
+  public enum Phase: String, Sendable, Hashable, CustomStringConvertible {
+    case resolving
+    case connecting
+    case proxyConnect = "proxy CONNECT"
+    case tlsHandshake = "TLS handshake"
+
+    public var description: String { rawValue }
+  }
+
+  /// What the connector is doing now.
+  public var currentPhase: Phase { phase }
+  /// Called as the connector moves from phase to phase (for status lines), on the loop.
+  public var onPhaseChange: ((Phase) -> Void)?
 
   /// Starts; the completion runs once on the loop, unless `cancel()` comes first.
   public func start(completion: @escaping (Result<SocketStream, TransportError>) -> Void) {
@@ -172,7 +186,8 @@ public final class Connector {
     do {
       deadlineTimer = try loop.makeTimer { [unowned self] in
         self.finish(
-          .failure(.timedOut(phase: self.phase, seconds: Double(self.timeout) / 1_000_000)))
+          .failure(.timedOut(phase: self.phase.rawValue, seconds: Double(self.timeout) / 1_000_000))
+        )
       }
       deadlineTimer?.schedule(after: timeout)
       staggerTimer = try loop.makeTimer { [unowned self] in self.startNextAttempt() }
@@ -186,7 +201,7 @@ public final class Connector {
       switch result {
       case .success(let list):
         self.addresses = SocketAddress.interleaved(list)
-        self.phase = "connecting"
+        self.phase = .connecting
         self.startNextAttempt()
       case .failure(let error):
         self.finish(.failure(error))
@@ -276,7 +291,7 @@ public final class Connector {
       makeStream(fd: fd, tls: nil, peer: peer)
       return
     }
-    phase = "TLS handshake"
+    phase = .tlsHandshake
     do {
       let session = try TLSSession(context: tlsContext, fd: fd, host: endpoint.host)
       let watcher = try loop.watch(fd: fd, events: .writable) { [unowned self] _ in
@@ -299,7 +314,7 @@ public final class Connector {
 
   /// Asks the proxy for a tunnel to the endpoint; TLS and the upgrade then run inside it.
   private func startTunnel(fd: Int32, peer: String) {
-    phase = "proxy CONNECT"
+    phase = .proxyConnect
     let target =
       endpoint.host.contains(":")
       ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)"

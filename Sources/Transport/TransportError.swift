@@ -22,6 +22,8 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
   case system(SystemError)
   /// The HTTP proxy refused or broke the CONNECT tunnel.
   case proxyFailed(String)
+  /// The peer closed the connection (end of stream, no error).
+  case closedByPeer
 
   public var description: String {
     switch self {
@@ -37,6 +39,7 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     case .tls(let why): "TLS error: \(why)"
     case .system(let error): "\(error)"
     case .proxyFailed(let why): "proxy: \(why)"
+    case .closedByPeer: "connection closed by the peer"
     }
   }
 

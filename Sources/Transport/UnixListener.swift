@@ -1,4 +1,4 @@
-import CSystemd
+import CSystem
 import EventLoop
 @preconcurrency import Glibc
 

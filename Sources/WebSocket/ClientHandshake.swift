@@ -23,6 +23,13 @@ public struct ClientHandshake: Sendable {
     public var subprotocol: String?
     /// The negotiated permessage-deflate parameters, if the server accepted them.
     public var deflate: NegotiatedDeflate?
+
+    /// Creates a result (the handshake's `validate` makes them; tests and drivers may too).
+    public init(response: HTTPResponseHead, subprotocol: String?, deflate: NegotiatedDeflate?) {
+      self.response = response
+      self.subprotocol = subprotocol
+      self.deflate = deflate
+    }
   }
 
   /// Headers the handshake owns; a caller may not set them (it would break the upgrade).

@@ -14,9 +14,12 @@ public protocol WebSocketClientDelegate: AnyObject {
   func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8])
   /// The connection is over and its socket closed; the client can be dropped.
   func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect)
+  /// The attempt got further (for status lines).
+  func webSocket(_ client: WebSocketClient, didReach progress: WebSocketClient.Progress)
 }
 
 extension WebSocketClientDelegate {
+  public func webSocket(_ client: WebSocketClient, didReach progress: WebSocketClient.Progress) {}
   public func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {}
   public func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8]) {}
 }
@@ -73,14 +76,25 @@ public final class WebSocketClient: ByteStreamDelegate {
     case transportFailed(TransportError)
     /// The connection had opened and is now closed (cleanly or not).
     case closed(CloseInfo)
+    /// `close()` gave up the attempt before it connected.
+    case cancelled
 
     public var description: String {
       switch self {
       case .handshakeFailed(let error): "\(error)"
       case .transportFailed(let error): "\(error)"
       case .closed(let info): "\(info)"
+      case .cancelled: "cancelled"
       }
     }
+  }
+
+  /// How far an attempt got before the upgrade answer.
+  public enum Progress: Sendable, Hashable {
+    /// TCP is up; TLS is being negotiated.
+    case tlsHandshake
+    /// The upgrade request went out.
+    case upgrading
   }
 
   /// Where the client is in its life.
@@ -122,10 +136,6 @@ public final class WebSocketClient: ByteStreamDelegate {
     stream?.close()
   }
 
-  /// What the connector is doing while `phase` is `.connecting`: "resolving",
-  /// "connecting" or "TLS handshake".
-  public var connectorPhase: String? { connector?.currentPhase }
-
   /// The peer address and TLS version, once connected.
   public var peerDescription: String? { stream?.peerDescription }
 
@@ -158,6 +168,10 @@ public final class WebSocketClient: ByteStreamDelegate {
         host: url.host, port: url.port, useTLS: url.secure, proxy: configuration.proxy),
       tlsContext: tlsContext, timeout: configuration.connectTimeout)
     self.connector = connector
+    connector.onPhaseChange = { [weak self] phase in
+      guard let self, phase == .tlsHandshake else { return }
+      self.delegate?.webSocket(self, didReach: .tlsHandshake)
+    }
     connector.start { [weak self] result in
       guard let self else { return }
       self.connector = nil
@@ -185,6 +199,7 @@ public final class WebSocketClient: ByteStreamDelegate {
     connection = ClientConnection(
       handshake: handshake, limits: configuration.limits, random: random)
     flush()
+    delegate?.webSocket(self, didReach: .upgrading)
   }
 
   /// Sends a text message.
@@ -224,7 +239,7 @@ public final class WebSocketClient: ByteStreamDelegate {
       connector?.cancel()
       connector = nil
       stream?.close()
-      end(.transportFailed(.timedOut(phase: "connecting (cancelled)", seconds: 0)))
+      end(.cancelled)
     case .open:
       guard let connection else { return }
       try? connection.close(code: code, reason: reason)
@@ -273,7 +288,7 @@ public final class WebSocketClient: ByteStreamDelegate {
     case .handshakeFailed(let handshakeError):
       end(error.map { .transportFailed($0) } ?? .handshakeFailed(handshakeError))
     default:
-      end(.transportFailed(error ?? .tls("connection closed")))
+      end(.transportFailed(error ?? .closedByPeer))
     }
   }
 
@@ -316,7 +331,8 @@ public final class WebSocketClient: ByteStreamDelegate {
   private func deadlineExpired() {
     switch phase {
     case .connecting, .upgrading:
-      let what = phase == .connecting ? (connector?.currentPhase ?? "connecting") : "upgrading"
+      let what =
+        phase == .connecting ? (connector?.currentPhase.rawValue ?? "connecting") : "upgrading"
       connector?.cancel()
       connector = nil
       stream?.close()

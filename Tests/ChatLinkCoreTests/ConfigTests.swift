@@ -20,7 +20,7 @@ final class ConfigTests: XCTestCase {
 
   func testDefaultsMatchTheDocumentedValues() throws {
     let c = try load("[Backend]\nURL=ws://127.0.0.1:8765/")
-    XCTAssertEqual(c.pingInterval, 10)
+    XCTAssertEqual(c.pingInterval, .seconds(10))
     XCTAssertEqual(c.chatProtocol, .envelope)
     XCTAssertEqual(c.storeDirectory, "/var/lib/chatlink")
     XCTAssertEqual(c.sync, .batch)
@@ -81,10 +81,10 @@ final class ConfigTests: XCTestCase {
     XCTAssertEqual(c.headers.first?.value, "https://example.com")
     XCTAssertEqual(c.subprotocols, ["chat.v2", "chat.v1"])
     XCTAssertEqual(c.rooms, ["7", "8", "9"])
-    XCTAssertEqual(c.pingInterval, 2.5)
-    XCTAssertEqual(c.pongTimeout, 0.5)
-    XCTAssertEqual(c.connectTimeout, 60)
-    XCTAssertEqual(c.reconnectMax, 120)
+    XCTAssertEqual(c.pingInterval, .milliseconds(2500))
+    XCTAssertEqual(c.pongTimeout, .milliseconds(500))
+    XCTAssertEqual(c.connectTimeout, .seconds(60))
+    XCTAssertEqual(c.reconnectMax, .seconds(120))
     XCTAssertFalse(c.compression)
     XCTAssertEqual(c.maxMessageSize, 1 << 20)
     XCTAssertEqual(c.envelope.roomField, "channel")

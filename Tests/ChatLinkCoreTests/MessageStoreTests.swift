@@ -21,7 +21,7 @@ final class MessageStoreTests: XCTestCase {
     try MessageStore(
       loop: loop, disk: disk,
       options: MessageStore.Options(
-        directory: dir.path, sync: sync, syncInterval: 20_000, maxFileSize: maxFileSize,
+        directory: dir.path, sync: sync, syncInterval: .milliseconds(20), maxFileSize: maxFileSize,
         maxFiles: maxFiles))
   }
 
@@ -36,7 +36,7 @@ final class MessageStoreTests: XCTestCase {
       let sub = dir.path + "/" + mode.rawValue
       let store = try MessageStore(
         loop: loop, disk: disk,
-        options: MessageStore.Options(directory: sub, sync: mode, syncInterval: 20_000))
+        options: MessageStore.Options(directory: sub, sync: mode, syncInterval: .milliseconds(20)))
       var durable: UInt64 = 0
       store.onDurable = { durable = $0 }
       for i in 1...1000 {
@@ -240,7 +240,8 @@ final class MessageStoreTests: XCTestCase {
   func testTheSyncIntervalCountsFromTheStartOfTheLastSyncNotFromItsEnd() throws {
     let store = try MessageStore(
       loop: loop, disk: disk,
-      options: MessageStore.Options(directory: dir.path, sync: .batch, syncInterval: 200_000))
+      options: MessageStore.Options(
+        directory: dir.path, sync: .batch, syncInterval: .milliseconds(200)))
     var durable: UInt64 = 0
     store.onDurable = { durable = $0 }
     // Hold the disk thread, so that the first sync ends 150 ms after it started.

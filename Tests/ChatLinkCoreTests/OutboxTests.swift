@@ -121,7 +121,7 @@ final class OutboxTests: XCTestCase {
     _ = try send(outbox!, "b").get()
     // One loop turn: the ack of a and the add of c go out in one disk job.
     var c: Result<OutboxEntry, OutboxError>?
-    outbox?.confirm(ids: [a.id])
+    outbox?.confirm(id: a.id)
     outbox?.enqueue(room: RoomID("7"), text: "c") { c = $0 }
     outbox?.confirm(through: 0)
     try spin(loop) { c != nil }
@@ -134,7 +134,7 @@ final class OutboxTests: XCTestCase {
     var outbox: Outbox? = try open()
     let a = try send(outbox!, "a").get()
     _ = try send(outbox!, "b").get()
-    outbox?.confirm(ids: [a.id])
+    outbox?.confirm(id: a.id)
     var idle = false
     outbox?.whenIdle { idle = true }
     try spin(loop) { idle }
@@ -190,7 +190,7 @@ final class OutboxTests: XCTestCase {
     var keep: [String] = []
     for i in 0..<1500 {
       let entry = try send(outbox!, text).get()
-      if i % 500 == 0 { keep.append(entry.id) } else { outbox?.confirm(ids: [entry.id]) }
+      if i % 500 == 0 { keep.append(entry.id) } else { outbox?.confirm(id: entry.id) }
     }
     var idle = false
     outbox?.whenIdle { idle = true }

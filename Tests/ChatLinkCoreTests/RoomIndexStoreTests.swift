@@ -28,7 +28,7 @@ final class RoomIndexStoreTests: XCTestCase {
     try MessageStore(
       loop: loop, disk: disk,
       options: MessageStore.Options(
-        directory: dir.path, sync: .batch, syncInterval: 5_000, maxFileSize: maxFileSize,
+        directory: dir.path, sync: .batch, syncInterval: .milliseconds(5), maxFileSize: maxFileSize,
         maxFiles: maxFiles))
   }
 

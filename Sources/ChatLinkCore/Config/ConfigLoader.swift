@@ -82,11 +82,11 @@ public enum ConfigLoader {
 
   typealias Setter = @Sendable (inout Configuration, String) throws(ValueError) -> Void
 
-  private static func seconds(_ text: String, min: Double = 0.001) throws(ValueError) -> Double {
+  private static func seconds(_ text: String, min: Double = 0.001) throws(ValueError) -> Duration {
     guard let value = ConfigValues.seconds(text), value >= min, value <= 86400 * 7 else {
       throw ValueError(message: "'\(text)' is not a time span such as 10, 2.5s or 500ms")
     }
-    return value
+    return .seconds(value)
   }
 
   private static func positive(_ text: String, max: Int = Int.max) throws(ValueError) -> Int {
@@ -231,7 +231,7 @@ public enum ConfigLoader {
       },
       "Sync": { (c, v) throws(ValueError) in c.sync = try choice(v, Configuration.SyncMode.self) },
       "SyncIntervalMSec": { (c, v) throws(ValueError) in
-        c.syncIntervalMSec = try positive(v, max: 60_000)
+        c.syncInterval = .milliseconds(try positive(v, max: 60_000))
       },
       "MaxFileSize": { (c, v) throws(ValueError) in c.maxFileSize = try size(v, min: 4096) },
       "MaxFiles": { (c, v) throws(ValueError) in

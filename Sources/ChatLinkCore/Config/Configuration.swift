@@ -1,3 +1,4 @@
+import LinkCore
 import WebSocket
 
 /// Everything chatlinkd.conf can say, with the defaults the shipped file shows commented out.
@@ -21,21 +22,7 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// Field and event names of the envelope protocol.
-  public struct Envelope: Sendable, Hashable {
-    public var eventField = "event"
-    public var dataField = "data"
-    public var roomField = "room_id"
-    public var messageField = "message"
-    public var senderField = "sender"
-    public var countField = "count"
-    public var clientIDField = "client_id"
-    public var joinEvent = "join-room"
-    public var leaveEvent = "leave-room"
-    public var sendEvent = "send-message"
-    public var messageEvent = "message"
-    /// Creates the seeds' names.
-    public init() {}
-  }
+  public typealias Envelope = EnvelopeNames
 
   // [Backend]
   /// The backend, ws:// or wss://.
@@ -56,16 +43,16 @@ public struct Configuration: Sendable, Hashable {
   public var rooms: [String] = []
   /// The sender name put on outgoing messages.
   public var sender = "chatlink"
-  /// Seconds between keepalive pings.
-  public var pingInterval = 10.0
-  /// Seconds without a pong (or any frame) after a ping before the peer is declared dead.
-  public var pongTimeout = 10.0
-  /// Seconds allowed for DNS, TCP, TLS and the upgrade together.
-  public var connectTimeout = 10.0
-  /// The smallest reconnect delay, in seconds.
-  public var reconnectMin = 1.0
-  /// The largest reconnect delay, in seconds.
-  public var reconnectMax = 60.0
+  /// Time between keepalive pings.
+  public var pingInterval: Duration = .seconds(10)
+  /// Time without a pong (or any frame) after a ping before the peer is declared dead.
+  public var pongTimeout: Duration = .seconds(10)
+  /// Time allowed for DNS, TCP, TLS and the upgrade together.
+  public var connectTimeout: Duration = .seconds(10)
+  /// The smallest reconnect delay.
+  public var reconnectMin: Duration = .seconds(1)
+  /// The largest reconnect delay.
+  public var reconnectMax: Duration = .seconds(60)
   /// Offer permessage-deflate.
   public var compression = true
   /// The largest inbound message accepted (after decompression).
@@ -78,8 +65,8 @@ public struct Configuration: Sendable, Hashable {
   public var storeDirectory = "/var/lib/chatlink"
   /// When store lines become durable.
   public var sync = SyncMode.batch
-  /// The group-commit interval for Sync=batch, in milliseconds.
-  public var syncIntervalMSec = 50
+  /// The group-commit interval for Sync=batch (SyncIntervalMSec=).
+  public var syncInterval: Duration = .milliseconds(50)
   /// Rotate messages.jsonl when it reaches this size.
   public var maxFileSize = 64 << 20
   /// Keep this many files in all (the live one and rotated ones).
@@ -120,7 +107,7 @@ public struct Configuration: Sendable, Hashable {
       url?.description ?? "", tokenFile ?? "", subprotocols.joined(separator: " "), caFile ?? "",
       proxy ?? "", chatProtocol.rawValue, rooms.joined(separator: " "), sender, "\(pingInterval)",
       "\(pongTimeout)", "\(connectTimeout)", "\(reconnectMin)", "\(reconnectMax)", "\(compression)",
-      "\(maxMessageSize)", "\(envelope)", storeDirectory, sync.rawValue, "\(syncIntervalMSec)",
+      "\(maxMessageSize)", "\(envelope)", storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
       socketGroup, logLevel,
     ]

@@ -1,11 +1,12 @@
 import EventLoop
+import LinkCore
 import Varlink
 import WebSocket
 
 /// The methods of io.chatlink.Daemon and org.varlink.service, and the Subscribe event feed.
 public final class ControlService {
   private let server: ControlServer
-  private let session: BackendSession
+  private let session: BackendLink
   private let store: MessageStore
   private let outbox: Outbox
   private let reader: BackgroundWorker
@@ -21,7 +22,7 @@ public final class ControlService {
 
   /// Creates the service and attaches it to `server`.
   public init(
-    server: ControlServer, session: BackendSession, store: MessageStore, outbox: Outbox,
+    server: ControlServer, link session: BackendLink, store: MessageStore, outbox: Outbox,
     reader: BackgroundWorker, hasRooms: Bool, status: @escaping () -> StatusLine,
     defaultRoom: @escaping () -> RoomID?
   ) {
@@ -91,7 +92,8 @@ public final class ControlService {
           switch result {
           case .success(let seconds):
             connection.reply(
-              VarlinkReply(parameters: .object(["rtt_ms": .double(seconds * 1000)])), to: call)
+              VarlinkReply(parameters: .object(["rtt_ms": .double(seconds.inSeconds * 1000)])),
+              to: call)
           case .failure:
             connection.reply(Self.notConnected(self.session.state), to: call)
           }
@@ -139,7 +141,7 @@ public final class ControlService {
   func statusObject() -> JSONValue {
     let line = status()
     var retry: JSONValue?
-    if case .waiting(let seconds) = session.state { retry = .double(seconds) }
+    if case .waiting(let delay) = session.state { retry = .double(delay.inSeconds) }
     return .object([
       "state": .string(session.state.name), "text": .string(line.text),
       "url": .string(session.displayURL),
@@ -285,7 +287,7 @@ public final class ControlService {
   // MARK: Events
 
   /// A stored inbound message, for subscribers.
-  public func publishMessage(_ record: StoreRecord, scan: JSONScanner.Result??, room: RoomID?) {
+  public func publishMessage(_ record: StoreRecord, scan: PayloadScan, room: RoomID?) {
     guard hasSubscribers else { return }
     var line: [UInt8] = []
     record.appendLine(to: &line, scan: scan)

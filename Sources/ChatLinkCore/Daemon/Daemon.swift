@@ -1,6 +1,6 @@
-import CSystemd
 import EventLoop
 @preconcurrency import Glibc
+import LinkCore
 import Transport
 import WebSocket
 
@@ -36,7 +36,7 @@ public final class Daemon {
   public private(set) var configuration: Configuration
   public let store: MessageStore
   public let outbox: Outbox
-  public private(set) var session: BackendSession!
+  public private(set) var link: BackendLink!
   public private(set) var logger: Logger
 
   private let options: Options
@@ -84,12 +84,11 @@ public final class Daemon {
     }
     let settings = try Self.settings(configuration)
     tlsContext = try Self.tls(configuration)
-    let adapter = Self.adapter(configuration)
     do throws(SystemError) {
-      session = try BackendSession(
+      link = try BackendLink(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
-        rooms: configuration.rooms.compactMap(RoomID.init), adapter: adapter, store: store,
-        outbox: outbox, logger: logger)
+        rooms: configuration.rooms.compactMap(RoomID.init), backend: Self.backend(configuration),
+        store: store, outbox: outbox, logger: logger)
     } catch {
       throw .system(error)
     }
@@ -124,7 +123,7 @@ public final class Daemon {
     return configuration
   }
 
-  private static func settings(_ c: Configuration) throws(StartError) -> BackendSession.Settings {
+  private static func settings(_ c: Configuration) throws(StartError) -> BackendSettings {
     guard let url = c.url else {
       throw .config(ConfigError(file: "", line: 0, key: "[Backend] URL", message: "is required"))
     }
@@ -136,10 +135,10 @@ public final class Daemon {
     } catch {
       throw .token(error)
     }
-    return BackendSession.Settings(c, url: url, token: token)
+    return BackendSettings(c, url: url, token: token)
   }
 
-  private static func adapter(_ c: Configuration) -> any ChatProtocolAdapter {
+  private static func backend(_ c: Configuration) -> any BackendProtocol {
     c.chatProtocol == .raw ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
 
@@ -175,20 +174,20 @@ public final class Daemon {
       self.loop.exit(code: 0)
     }
     try loop.enableWatchdog()
-    session.onStateChange = { [unowned self] state, reason in
+    link.onStateChange = { [unowned self] state, reason in
       self.logger.info(
         "connection state changed",
-        ["state": state.name, "reason": reason, "url": self.session.displayURL])
+        ["state": state.name, "reason": reason, "url": self.link.displayURL])
       switch state {
       case .open:
-        self.service?.publishConnected(self.session.negotiated)
+        self.service?.publishConnected(self.link.negotiated)
         if !self.trimmedAfterConnect {
           // The handshake, the TLS set-up and the room joins are start-up work too.
           self.trimmedAfterConnect = true
           self.trimTimer?.schedule(after: 1_000_000)
         }
       case .waiting:
-        self.service?.publishDisconnected(reason: reason, code: self.session.lastDisconnect?.code)
+        self.service?.publishDisconnected(reason: reason, code: self.link.lastDisconnect?.code)
       default: break
       }
       self.publishStatus()
@@ -203,7 +202,7 @@ public final class Daemon {
       }
       self.publishStatus()
     }
-    session.onInbound = { [unowned self] inbound, seq, time in
+    link.onInbound = { [unowned self] inbound, seq, time in
       // Most of the time nobody follows: build nothing then.
       guard let service = self.service, service.hasSubscribers else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
@@ -212,13 +211,13 @@ public final class Daemon {
           seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
         scan: inbound.scan, room: room)
     }
-    session.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
-    session.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
-    session.start()
+    link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
+    link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
+    link.start()
     logger.info(
       "started",
       [
-        "url": session.displayURL, "store": store.path, "last_seq": String(store.recovery.lastSeq),
+        "url": link.displayURL, "store": store.path, "last_seq": String(store.recovery.lastSeq),
         "outbox": String(outbox.pending.count),
       ])
     notifier.ready(status: statusLine.text)
@@ -239,13 +238,13 @@ public final class Daemon {
   private func startControl() throws(SystemError) {
     let reader = try BackgroundWorker(loop: loop, name: "chatlink-read")
     self.reader = reader
-    let inherited: Int32? = sd_listen_fds(1) == 1 ? SD_LISTEN_FDS_START : nil
+    let inherited = SocketActivation.inheritedSocket()
     let control = try ControlServer(
       loop: loop, path: configuration.controlSocket, mode: configuration.socketMode,
       groupName: configuration.socketGroup, inheritedFD: inherited, logger: logger)
     self.control = control
     service = ControlService(
-      server: control, session: session, store: store, outbox: outbox, reader: reader,
+      server: control, link: link, store: store, outbox: outbox, reader: reader,
       hasRooms: configuration.chatProtocol == .envelope,
       status: { [unowned self] in self.statusLine },
       defaultRoom: { [unowned self] in self.configuration.rooms.first.flatMap(RoomID.init) })
@@ -257,9 +256,9 @@ public final class Daemon {
   /// The current status.
   public var statusLine: StatusLine {
     StatusLine(
-      state: session.state, url: session.displayURL, rooms: session.rooms.count,
-      received: session.counters.received, confirmed: session.counters.confirmed,
-      outbox: outbox.pending.count, lastError: session.lastError,
+      state: link.state, url: link.displayURL, rooms: link.rooms.count,
+      received: link.counters.received, confirmed: link.counters.confirmed,
+      outbox: outbox.pending.count, lastError: link.lastError,
       storeError: store.failure?.message)
   }
 
@@ -279,7 +278,7 @@ public final class Daemon {
     logger.info("reloading configuration", ["path": options.configPath])
     defer { notifier.ready(status: statusLine.text) }
     let new: Configuration
-    let settings: BackendSession.Settings
+    let settings: BackendSettings
     let tls: TLSContext?
     do {
       new = try ConfigLoader.load(path: options.configPath)
@@ -297,7 +296,7 @@ public final class Daemon {
       ("[Backend] Protocol", new.chatProtocol != old.chatProtocol),
       ("[Store] Directory", new.storeDirectory != old.storeDirectory),
       ("[Store] Sync", new.sync != old.sync),
-      ("[Store] SyncIntervalMSec", new.syncIntervalMSec != old.syncIntervalMSec),
+      ("[Store] SyncIntervalMSec", new.syncInterval != old.syncInterval),
       ("[Store] MaxFileSize", new.maxFileSize != old.maxFileSize),
       ("[Store] MaxFiles", new.maxFiles != old.maxFiles),
       ("[Outbox] MaxMessages", new.outboxMaxMessages != old.outboxMaxMessages),
@@ -315,11 +314,11 @@ public final class Daemon {
     // A protocol change needs a restart, so the adapter keeps its kind: only names change.
     var effective = new
     effective.chatProtocol = old.chatProtocol
-    session.apply(
+    link.apply(
       settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls,
-      adapter: Self.adapter(effective))
+      backend: Self.backend(effective))
     configuration = new
-    logger.info("configuration reloaded", ["rooms": String(session.rooms.count)])
+    logger.info("configuration reloaded", ["rooms": String(link.rooms.count)])
   }
 
   /// SIGTERM: STOPPING=1, close 1001, make everything durable, exit 0 within a bound.
@@ -329,7 +328,7 @@ public final class Daemon {
     logger.info("stopping", ["reason": reason])
     notifier.stopping(status: "Stopping (\(reason))")
     shutdownTimer?.schedule(after: 5_000_000)
-    session.stop { [unowned self] in
+    link.stop { [unowned self] in
       self.store.whenDurable {
         self.outbox.whenIdle {
           self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])

@@ -1,3 +1,5 @@
+import LinkCore
+
 /// The one-line human status shown by `systemctl status` (STATUS=) and `chatlinkctl status`.
 public struct StatusLine: Sendable, Hashable {
   public var state: ConnectionState
@@ -34,8 +36,8 @@ public struct StatusLine: Sendable, Hashable {
     case .upgrading: head = "Upgrading to WebSocket at \(url)"
     case .closing: head = "Closing the connection to \(url)"
     case .idle: head = "Idle"
-    case .waiting(let seconds):
-      head = "Reconnecting to \(url) in \(ConnectionState.format(seconds)) s"
+    case .waiting(let delay):
+      head = "Reconnecting to \(url) in \(delay.secondsText) s"
     }
     if rooms > 0 { head += " (\(rooms) room\(rooms == 1 ? "" : "s"))" }
     var text = "\(head) · \(received) in, \(confirmed) out · outbox \(outbox)"

@@ -1,5 +1,6 @@
 import EventLoop
 @preconcurrency import Glibc
+import LinkCore
 import WebSocket
 
 /// Why a send was not accepted.
@@ -74,7 +75,9 @@ public final class Outbox {
     self.maxMessages = maxMessages
     try FileSystem.makeDirectories(directory)
     file = try OutboxFile(path: directory + "/" + Self.fileName)
+    logSize = 0
     try replay()
+    logSize = file.size
     spare = try SpareBuffer(loop: loop) { [unowned self] in
       if self.batch.isEmpty { self.batch = [] }
     }
@@ -148,18 +151,6 @@ public final class Outbox {
   private struct Waiter {
     var entries: Range<Int>
     var completion: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
-  }
-
-  /// Removes confirmed entries; the `ack` lines need no fsync (a lost ack only means the
-  /// message is delivered again, which at-least-once allows).
-  public func confirm(ids: Set<String>) {
-    guard !ids.isEmpty else { return }
-    let kept = pending.filter { !ids.contains($0.id) }
-    guard kept.count != pending.count else { return }
-    for entry in pending where ids.contains(entry.id) { appendAckLine(entry.id) }
-    entries = kept
-    head = 0
-    scheduleFlush()
   }
 
   /// Removes the oldest entries up to and including `count` and returns them, oldest first:
@@ -292,7 +283,7 @@ public final class Outbox {
   /// When the log has grown past `compactAt`, the pending entries (plus what this job adds)
   /// are all it needs to hold: rewrite it with just those.
   private func compactionImage() -> [UInt8]? {
-    guard file.sizeEstimate > compactAt else { return nil }
+    guard logSize > compactAt else { return nil }
     var image: [UInt8] =
       Array(#"{"op":"counter","count":"#.utf8) + Array(String(nextCount).utf8) + Array("}\n".utf8)
     for entry in pending { appendAddLine(entry, to: &image) }
@@ -306,13 +297,16 @@ public final class Outbox {
   /// The least size at which the log is compacted.
   static let compactionThreshold = 1 << 20
   private var compactAt = Outbox.compactionThreshold
+  /// The log's size after the last write, as the disk worker reported it.
+  private var logSize: Int
 
-  private func finished(_ result: Result<Void, SystemError>, waiters: [Waiter]) {
+  private func finished(_ result: Result<Int, SystemError>, waiters: [Waiter]) {
     inFlight = false
     let written = inFlightEntries
     inFlightEntries = []
     switch result {
-    case .success:
+    case .success(let size):
+      logSize = size
       entries += written
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
       if !written.isEmpty { onEnqueued?() }
@@ -385,17 +379,18 @@ public final class Outbox {
 
 /// The outbox log on disk; used by the disk worker after start-up.
 final class OutboxFile: @unchecked Sendable {
-  // @unchecked: the loop uses it only during replay, before any job is queued; afterwards
-  // only the disk worker touches it (sizeEstimate is a racy hint, read on the loop).
+  // @unchecked: the loop uses it only while replaying, before any job is queued; afterwards
+  // only the disk worker touches it, and each write reports the new size to the loop.
   private var file: AppendFile
   private let path: String
-  private(set) var sizeEstimate: Int
 
   init(path: String) throws(SystemError) {
     self.path = path
     file = try AppendFile(path: path)
-    sizeEstimate = file.size
   }
+
+  /// The log's size (the loop reads it only before the first write job).
+  var size: Int { file.size }
 
   func readAll() throws(SystemError) -> [UInt8] {
     try file.read(at: 0, count: file.size)
@@ -404,10 +399,11 @@ final class OutboxFile: @unchecked Sendable {
   func truncate(to length: Int) throws(SystemError) {
     try file.truncate(to: length)
     try file.sync()
-    sizeEstimate = length
   }
 
-  func write(_ chunk: [UInt8], sync: Bool, replaceWith image: [UInt8]?) -> Result<Void, SystemError>
+  /// Appends `chunk` (after swapping in the compacted `image`, if any); returns the log's new
+  /// size.
+  func write(_ chunk: [UInt8], sync: Bool, replaceWith image: [UInt8]?) -> Result<Int, SystemError>
   {
     do throws(SystemError) {
       if let image {
@@ -426,8 +422,7 @@ final class OutboxFile: @unchecked Sendable {
         try file.append(chunk)
         if sync { try file.sync() }
       }
-      sizeEstimate = file.size
-      return .success(())
+      return .success(file.size)
     } catch {
       return .failure(error)
     }

@@ -1,5 +1,6 @@
 import EventLoop
 @preconcurrency import Glibc
+import LinkCore
 import WebSocket
 
 /// The durable JSON-lines message store: `<Directory>/messages.jsonl`.
@@ -13,13 +14,14 @@ public final class MessageStore {
   public struct Options: Sendable {
     public var directory: String
     public var sync: Configuration.SyncMode
-    public var syncInterval: Microseconds
+    public var syncInterval: Duration
     public var maxFileSize: Int
     public var maxFiles: Int
 
     /// Creates options.
     public init(
-      directory: String, sync: Configuration.SyncMode = .batch, syncInterval: Microseconds = 50_000,
+      directory: String, sync: Configuration.SyncMode = .batch,
+      syncInterval: Duration = .milliseconds(50),
       maxFileSize: Int = 64 << 20, maxFiles: Int = 8
     ) {
       self.directory = directory
@@ -33,7 +35,7 @@ public final class MessageStore {
     public init(_ configuration: Configuration) {
       self.init(
         directory: configuration.storeDirectory, sync: configuration.sync,
-        syncInterval: Microseconds(configuration.syncIntervalMSec) * 1000,
+        syncInterval: configuration.syncInterval,
         maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles)
     }
   }
@@ -83,7 +85,7 @@ public final class MessageStore {
   /// When the last successful fsync started: the group-commit interval runs from the start of
   /// one sync to the start of the next, so a line waits at most the interval plus one fsync
   /// (counting from the end would add the fsync's duration to every interval).
-  private var lastSync: Microseconds = 0
+  private var lastSync = MonotonicInstant.origin
   private var syncTimer: Timer?
   private var retryTimer: Timer?
   private var drainWaiters: [() -> Void] = []
@@ -168,7 +170,7 @@ public final class MessageStore {
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: String? = nil, payload: Message,
-    scan: JSONScanner.Result?? = .none, time: Timestamp = .now()
+    scan: PayloadScan = .unscanned, time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
     let record = StoreRecord(
@@ -213,7 +215,7 @@ public final class MessageStore {
 
   private func flush() {
     guard !inFlight, !retryPending else { return }
-    let now = loop.now
+    let now = loop.instant
     let unsynced = writtenSeq > durableSeq || !buffer.isEmpty
     var sync: Bool
     switch options.sync {
@@ -254,7 +256,7 @@ public final class MessageStore {
 
   private func finished(
     _ outcome: RotatingLog.Outcome, chunk: HandedBytes, lines: [StoreLineInfo], target: UInt64,
-    synced: Bool, startedAt: Microseconds
+    synced: Bool, startedAt: MonotonicInstant
   ) {
     inFlight = false
     inFlightBytes = 0

@@ -1,3 +1,4 @@
+import LinkCore
 import WebSocket
 
 /// One line of messages.jsonl: the store's schema, written and read here only.
@@ -65,17 +66,17 @@ public struct StoreRecord: Sendable, Hashable {
   ///
   /// - Parameter scan: the result of scanning a text payload, if the caller already has it
   ///   (the envelope protocol scans every frame); saves a second pass.
-  public func appendLine(to out: inout [UInt8], scan: JSONScanner.Result?? = .none) {
+  public func appendLine(to out: inout [UInt8], scan: PayloadScan = .unscanned) {
     var formatter = TimestampFormatter()
     appendLine(to: &out, scan: scan, formatter: &formatter)
   }
 
   /// Appends the line, formatting the time with a formatter that caches the date part.
   public func appendLine(
-    to out: inout [UInt8], scan: JSONScanner.Result?? = .none, formatter: inout TimestampFormatter
+    to out: inout [UInt8], scan: PayloadScan = .unscanned, formatter: inout TimestampFormatter
   ) {
     out.append(Self.seqPrefix)
-    Self.appendDecimal(seq, to: &out)
+    out.appendDecimal(seq)
     out.append(Self.timeKey)
     formatter.append(time, to: &out)
     out.append(direction == .inbound ? Self.dirIn : Self.dirOut)
@@ -92,8 +93,9 @@ public struct StoreRecord: Sendable, Hashable {
       bytes.withUnsafeBytes { raw in
         let result: JSONScanner.Result? =
           switch scan {
-          case .some(let known): known
-          case .none: JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth)
+          case .json(let known): known
+          case .notJSON: nil
+          case .unscanned: JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth)
           }
         if let result {
           out.append(Self.typeJSON)
@@ -120,29 +122,6 @@ public struct StoreRecord: Sendable, Hashable {
     guard let clientID else { return }
     out.append(Self.idKey)
     JSONString.append(clientID, to: &out)
-  }
-
-  static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-    if value == 0 {
-      out.append(UInt8(ascii: "0"))
-      return
-    }
-    var digits:
-      (
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-      ) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var count = 0
-    var v = value
-    withUnsafeMutableBytes(of: &digits) { raw in
-      while v > 0 {
-        raw[count] = UInt8(ascii: "0") + UInt8(v % 10)
-        v /= 10
-        count += 1
-      }
-      for i in stride(from: count - 1, through: 0, by: -1) { out.append(raw[i]) }
-    }
   }
 
   /// The seq of a stored line, read from its fixed prefix; nil if the line is not ours.
@@ -196,13 +175,5 @@ public struct StoreRecord: Sendable, Hashable {
     }
     guard end < line.count, line[end] == UInt8(ascii: ","), end > start else { return nil }
     return start..<end
-  }
-}
-
-extension Array where Element == UInt8 {
-  /// Appends the UTF-8 bytes of a static string.
-  mutating func append(_ string: StaticString) {
-    append(
-      contentsOf: UnsafeBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
   }
 }

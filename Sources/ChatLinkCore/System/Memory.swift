@@ -1,4 +1,4 @@
-import CSystemd
+import CSystem
 @preconcurrency import Glibc
 
 /// Keeps the daemon's resident memory small: it runs for months, mostly idle.

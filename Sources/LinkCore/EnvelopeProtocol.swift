@@ -1,47 +1,27 @@
+import JSON
 import WebSocket
 
-/// What the daemon learned from one inbound frame.
-public struct InboundMessage: Sendable {
-  /// The frame's payload, untouched.
-  public var payload: Message
-  /// For text: the JSON scan (nil inside when the text is not JSON). For binary: `.none`.
-  public var scan: JSONScanner.Result??
-  /// The room as raw JSON, when the protocol names one.
-  public var room: [UInt8]?
-  /// The client id of one of our messages, when this frame echoes it.
-  public var echoedClientID: String?
-  /// Where the event name is in the payload (a JSON string), when the protocol has one: the
-  /// name itself is made only when asked for, since it is compared as bytes.
-  var eventRange: Range<Int>?
-
-  /// The event name, when the protocol has one.
-  public var event: String? {
-    guard case .text(let bytes) = payload else { return nil }
-    return bytes.withUnsafeBytes { EnvelopeProtocol.string($0, eventRange) }
-  }
-}
-
-/// Translates between chat operations and WebSocket messages for one backend dialect.
-///
-/// Kept behind a protocol, as Starscream keeps its framer, so the connection logic is the
-/// same for every dialect and each dialect is tested without sockets.
-public protocol ChatProtocolAdapter {
-  /// Whether the dialect has rooms to join.
-  var hasRooms: Bool { get }
-  /// The message that joins a room, if the dialect has one.
-  func join(_ room: RoomID) -> Message?
-  /// The message that leaves a room, if the dialect has one.
-  func leave(_ room: RoomID) -> Message?
-  /// The message that carries an outbox entry.
-  func encode(_ entry: OutboxEntry) -> Message
-  /// Reads an inbound frame; never fails: frames that do not parse are still stored.
-  func decode(_ message: Message) -> InboundMessage
+/// Field and event names of the envelope protocol ([Envelope] in chatlinkd.conf).
+public struct EnvelopeNames: Sendable, Hashable {
+  public var eventField = "event"
+  public var dataField = "data"
+  public var roomField = "room_id"
+  public var messageField = "message"
+  public var senderField = "sender"
+  public var countField = "count"
+  public var clientIDField = "client_id"
+  public var joinEvent = "join-room"
+  public var leaveEvent = "leave-room"
+  public var sendEvent = "send-message"
+  public var messageEvent = "message"
+  /// Creates the seeds' names.
+  public init() {}
 }
 
 /// The seeds' JSON event envelopes, with configurable field and event names:
 /// `{"event":"send-message","data":{"room_id":7,"message":"hi","sender":"ops-bot","count":1,"client_id":"…"}}`.
-public struct EnvelopeProtocol: ChatProtocolAdapter {
-  private let names: Configuration.Envelope
+public struct EnvelopeProtocol: BackendProtocol {
+  private let names: EnvelopeNames
   private let sender: String
   private let topKeys: [[UInt8]]
   private let nestedKeys: [[UInt8]]
@@ -55,7 +35,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   private let messageEventName: [UInt8]
 
   /// Creates the adapter.
-  public init(names: Configuration.Envelope = Configuration.Envelope(), sender: String) {
+  public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
     self.names = names
     self.sender = sender
     topKeys = [Array(names.eventField.utf8), Array(names.dataField.utf8)]
@@ -79,10 +59,11 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   }
 
   public var hasRooms: Bool { true }
+  public var framesAreSingleLineJSON: Bool { true }
 
-  public func join(_ room: RoomID) -> Message? { roomEvent(names.joinEvent, room) }
+  public mutating func join(_ room: RoomID) -> Message? { roomEvent(names.joinEvent, room) }
 
-  public func leave(_ room: RoomID) -> Message? { roomEvent(names.leaveEvent, room) }
+  public mutating func leave(_ room: RoomID) -> Message? { roomEvent(names.leaveEvent, room) }
 
   private func roomEvent(_ event: String, _ room: RoomID) -> Message {
     var out: [UInt8] = []
@@ -93,7 +74,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     return .text(out)
   }
 
-  public func encode(_ entry: OutboxEntry) -> Message {
+  public mutating func encode(_ entry: OutboxEntry) -> Message {
     // Every streamed send passes here: one allocation, sized up front.
     var out: [UInt8] = []
     out.reserveCapacity(
@@ -113,7 +94,7 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
   }
 
   private static func open(
-    _ names: Configuration.Envelope, _ event: String, into out: inout [UInt8]
+    _ names: EnvelopeNames, _ event: String, into out: inout [UInt8]
   ) {
     out.append(UInt8(ascii: "{"))
     JSONString.append(names.eventField, to: &out)
@@ -130,31 +111,32 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
     out.append(UInt8(ascii: ":"))
   }
 
-  public func decode(_ message: Message) -> InboundMessage {
+  public mutating func read(_ message: Message) -> ProtocolReading {
     guard case .text(let bytes) = message else {
-      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil)
+      return ProtocolReading(record: InboundMessage(payload: message, scan: .unscanned))
     }
     return bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       let scan = JSONScanner.scan(
         raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
         maxDepth: JSONScanner.embeddedMaxDepth)
-      var inbound = InboundMessage(
-        payload: message, scan: .some(scan), room: nil, echoedClientID: nil)
-      guard let scan else { return inbound }
+      guard let scan else {
+        return ProtocolReading(record: InboundMessage(payload: message, scan: .notJSON))
+      }
+      var record = InboundMessage(payload: message, scan: .json(scan))
       if let range = scan.nested[0] {
         let first = raw[range.lowerBound]
         // Only numbers and strings name a room; objects, arrays and null do not.
         if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
-          inbound.room = Array(raw[range])
+          record.room = Array(raw[range])
         }
       }
-      inbound.eventRange = scan.topLevel[0]
+      var reading = ProtocolReading(record: record)
       // Only a message event echoes a send; other events may carry ids of their own.
       if Self.string(raw, scan.topLevel[0], equals: messageEventName) {
-        inbound.echoedClientID = Self.string(raw, scan.nested[1])
+        reading.echoedClientID = Self.string(raw, scan.nested[1])
       }
-      return inbound
+      return reading
     }
   }
 
@@ -182,28 +164,5 @@ public struct EnvelopeProtocol: ChatProtocolAdapter {
       return nil
     }
     return UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
-  }
-}
-
-/// Frames pass through untouched: outgoing text is sent as is, inbound frames are stored as
-/// they arrived. There are no rooms and no client ids in the payload, so delivery is
-/// confirmed by ping/pong only.
-public struct RawProtocol: ChatProtocolAdapter {
-  /// Creates the adapter.
-  public init() {}
-
-  public var hasRooms: Bool { false }
-  public func join(_ room: RoomID) -> Message? { nil }
-  public func leave(_ room: RoomID) -> Message? { nil }
-  public func encode(_ entry: OutboxEntry) -> Message { .text(Array(entry.text.utf8)) }
-
-  public func decode(_ message: Message) -> InboundMessage {
-    guard case .text(let bytes) = message else {
-      return InboundMessage(payload: message, scan: .none, room: nil, echoedClientID: nil)
-    }
-    let scan = bytes.withUnsafeBytes {
-      JSONScanner.scan($0, knownUTF8: true, maxDepth: JSONScanner.embeddedMaxDepth)
-    }
-    return InboundMessage(payload: message, scan: .some(scan), room: nil, echoedClientID: nil)
   }
 }

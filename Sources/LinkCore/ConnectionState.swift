@@ -6,14 +6,14 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
   case connecting
   /// Negotiating TLS.
   case tls
-  /// Sent the upgrade request; waiting for 101.
+  /// Sent the upgrade request; waiting for 101 (and for the backend protocol's own set-up).
   case upgrading
   /// Messages flow.
   case open
   /// Closing handshake under way.
   case closing
-  /// Waiting before the next attempt.
-  case waiting(seconds: Double)
+  /// Waiting this long before the next attempt.
+  case waiting(Duration)
 
   /// The short name used in status and the journal's CHATLINK_STATE field.
   public var name: String {
@@ -29,14 +29,9 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
   }
 
   public var description: String {
-    if case .waiting(let seconds) = self {
-      return "waiting \(Self.format(seconds)) s to reconnect"
+    if case .waiting(let delay) = self {
+      return "waiting \(delay.secondsText) s to reconnect"
     }
     return name
-  }
-
-  static func format(_ seconds: Double) -> String {
-    let tenths = (seconds * 10).rounded() / 10
-    return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
   }
 }

@@ -1,5 +1,5 @@
-import ChatLinkCore
 import JSON
+import LinkCore
 import WebSocket
 import XCTest
 
@@ -7,20 +7,22 @@ final class RetryAfterTests: XCTestCase {
   private let now = Timestamp(rfc3339: "2026-12-02T12:00:00Z")!
 
   func testDelaySecondsAreTakenAsGiven() {
-    XCTAssertEqual(RetryAfterDelay.seconds(.seconds(5), now: now), 5)
+    XCTAssertEqual(RetryAfterDelay.delay(.seconds(5), now: now), .seconds(5))
   }
 
   func testAnHTTPDateIsAWaitUntilThatTime() {
     XCTAssertEqual(
-      RetryAfterDelay.seconds(.date("Wed, 02 Dec 2026 12:00:07 GMT"), now: now), 7)
+      RetryAfterDelay.delay(.date("Wed, 02 Dec 2026 12:00:07 GMT"), now: now), .seconds(7))
     // The obsolete forms a recipient must accept (RFC 9110 §5.6.7).
     XCTAssertEqual(
-      RetryAfterDelay.seconds(.date("Wednesday, 02-Dec-26 12:01:00 GMT"), now: now), 60)
-    XCTAssertEqual(RetryAfterDelay.seconds(.date("Wed Dec  2 13:00:00 2026"), now: now), 3600)
+      RetryAfterDelay.delay(.date("Wednesday, 02-Dec-26 12:01:00 GMT"), now: now), .seconds(60))
+    XCTAssertEqual(
+      RetryAfterDelay.delay(.date("Wed Dec  2 13:00:00 2026"), now: now), .seconds(3600))
   }
 
   func testADateInThePastMeansNow() {
-    XCTAssertEqual(RetryAfterDelay.seconds(.date("Tue, 01 Dec 2026 12:00:00 GMT"), now: now), 0)
+    XCTAssertEqual(
+      RetryAfterDelay.delay(.date("Tue, 01 Dec 2026 12:00:00 GMT"), now: now), .seconds(0))
   }
 
   func testMalformedDatesAreNotRead() {
@@ -29,7 +31,7 @@ final class RetryAfterTests: XCTestCase {
       "Wed, 02 Dec 2026 12:00 GMT", "Wed, 02 Dec 2026 12:00:00 CET",
       "Wed, 29 Feb 2026 12:00:00 GMT",
     ] {
-      XCTAssertNil(RetryAfterDelay.seconds(.date(text), now: now), text)
+      XCTAssertNil(RetryAfterDelay.delay(.date(text), now: now), text)
     }
   }
 
@@ -37,6 +39,6 @@ final class RetryAfterTests: XCTestCase {
     let head = HTTPResponseHead(
       status: 503, reason: "Service Unavailable",
       headers: ["Retry-After": "Wed, 02 Dec 2026 12:00:30 GMT"])
-    XCTAssertEqual(head.retryAfter.flatMap { RetryAfterDelay.seconds($0, now: now) }, 30)
+    XCTAssertEqual(head.retryAfter.flatMap { RetryAfterDelay.delay($0, now: now) }, .seconds(30))
   }
 }

@@ -2,19 +2,17 @@ import JSON
 import WebSocket
 
 /// How long a `Retry-After` header asks us to wait (RFC 9110 §10.2.3): delay-seconds or an
-/// HTTP-date, read against the wall clock.
+/// HTTP-date, read against the wall clock time the answer arrived.
 public enum RetryAfterDelay {
-  /// The seconds to wait from `now`, or nil when the value cannot be read. A date in the
-  /// past means "now" (0).
-  public static func seconds(_ value: HTTPResponseHead.RetryAfter, now: Timestamp = .now())
-    -> Double?
-  {
+  /// The span to wait from `now`, or nil when the value cannot be read. A date in the past
+  /// means "now" (zero).
+  public static func delay(_ value: HTTPResponseHead.RetryAfter, now: Timestamp) -> Duration? {
     switch value {
     case .seconds(let seconds):
-      return Double(seconds)
+      return .seconds(seconds)
     case .date(let text):
       guard let date = HTTPDate.parse(text) else { return nil }
-      return max(0, Double(date.microseconds - now.microseconds) / 1_000_000)
+      return .microseconds(max(0, date.microseconds - now.microseconds))
     }
   }
 }

@@ -1,0 +1,17 @@
+// Linux and glibc interfaces that Swift's Glibc module does not export, or exports awkwardly.
+// Wrappers only; no logic lives here.
+#ifndef CHATLINK_CSYSTEM_SHIM_H
+#define CHATLINK_CSYSTEM_SHIM_H
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <malloc.h> /* mallopt, malloc_trim: the daemon keeps its idle footprint small */
+
+static inline int chatlink_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+/* struct ucred needs _GNU_SOURCE, which the Glibc module is not built with: mirror it. */
+struct chatlink_ucred { int pid; unsigned int uid; unsigned int gid; };
+static inline int chatlink_peer_credentials(int fd, struct chatlink_ucred *out) {
+  socklen_t length = sizeof(*out);
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, out, &length);
+}
+#endif

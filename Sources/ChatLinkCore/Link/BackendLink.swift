@@ -1,0 +1,214 @@
+import EventLoop
+import LinkCore
+import Transport
+import WebSocket
+import WebSocketClient
+
+/// The one persistent connection to the chat backend: the thin driver that runs `LinkCore`
+/// on the event loop.
+///
+/// It feeds the core what the WebSocket client, the timers, the store and the outbox report,
+/// and performs the actions the core returns, in order: connecting, sending, arming timers,
+/// storing records, confirming outbox entries, logging. Every decision is the core's.
+public final class BackendLink: WebSocketClientDelegate {
+  /// Where the connection is.
+  public var state: ConnectionState { core.state }
+  /// Counters for status.
+  public var counters: LinkCounters { core.counters }
+  /// A problem worth showing in status until the next successful connection.
+  public var lastError: String? { core.lastError }
+  /// How the last connection ended.
+  public var lastDisconnect: Disconnection? { core.lastDisconnect }
+  /// What the server agreed to on the current connection.
+  public var negotiated: ClientHandshake.Result? { core.negotiated }
+  /// The rooms joined after every connect: configured plus runtime joins.
+  public var rooms: [RoomID] { core.rooms }
+  /// Whether the dialect has rooms at all (Protocol=raw has none).
+  public var hasRooms: Bool { core.hasRooms }
+  /// The URL without credentials, for status and logs.
+  public var displayURL: String { settings.url.description }
+  /// The settings in force.
+  public private(set) var settings: BackendSettings
+
+  /// Called on every state change, with the reason.
+  public var onStateChange: ((ConnectionState, String) -> Void)?
+  /// Called for every inbound record after it is appended to the store, with its seq and
+  /// receive time.
+  public var onInbound: ((InboundMessage, UInt64, Timestamp) -> Void)?
+  /// Called when outbox entries are confirmed (after their "out" records are appended).
+  public var onConfirmed: (([OutboxEntry]) -> Void)?
+  /// Called when an entry is written to the socket.
+  public var onSent: ((OutboxEntry) -> Void)?
+
+  let loop: EventLoop
+  let logger: Logger
+  private let resolver: Resolver
+  private var tlsContext: TLSContext?
+  let store: MessageStore
+  let outbox: Outbox
+  private var core: LinkCore
+  /// What the core asked for and is not yet done, oldest first. Performing an action may
+  /// feed the core again (a socket closing at once), which appends here.
+  private var actions: [LinkAction] = []
+  private var performing = false
+  private var timers: [Timer] = []
+  var client: WebSocketClient?
+  private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
+  private var nextPingID: UInt64 = 0
+  private var stopCompletion: (() -> Void)?
+  /// Inbound acknowledgements waiting for their records to be durable.
+  var acknowledgements = DurableAcknowledgements()
+  /// Whether the dialect's own frames are JSON objects on one line (the store need not scan
+  /// them).
+  var ownFramesAreJSON: Bool
+  /// Whether reading is paused because the store is behind.
+  var readingPaused: Bool { core.readingPaused }
+
+  /// Creates the link; `start()` connects.
+  public init(
+    loop: EventLoop, resolver: Resolver, tlsContext: TLSContext?, settings: BackendSettings,
+    rooms: [RoomID], backend: any BackendProtocol, store: MessageStore, outbox: Outbox,
+    logger: Logger
+  ) throws(SystemError) {
+    self.loop = loop
+    self.resolver = resolver
+    self.tlsContext = tlsContext
+    self.settings = settings
+    self.store = store
+    self.outbox = outbox
+    self.logger = logger
+    ownFramesAreJSON = backend.framesAreSingleLineJSON
+    core = LinkCore(settings: settings.link, rooms: rooms, backend: backend)
+    for timer in LinkTimer.allCases {
+      let accuracy: Microseconds = timer == .retry || timer == .keepalive ? 10_000 : 1000
+      timers.append(
+        try loop.makeTimer(accuracy: accuracy) { [unowned self] in
+          self.feed(.timerFired(timer))
+        })
+    }
+    outbox.onEnqueued = { [weak self] in self?.offerOutbox() }
+    store.onWritten = { [weak self] in self?.checkBackpressure() }
+    store.onDurable = { [weak self] seq in self?.sendAcknowledgements(through: seq) }
+  }
+
+  // MARK: Commands
+
+  /// Connects for the first time.
+  public func start() { feed(.start) }
+
+  /// Joins a room now (if connected) and after every reconnect.
+  public func join(_ room: RoomID) { feed(.join(room)) }
+
+  /// Leaves a room now and stops joining it after reconnects.
+  public func leave(_ room: RoomID) { feed(.leave(room)) }
+
+  /// Drops the connection and connects again at once.
+  public func reconnect(reason: String) { feed(.reconnect(reason: reason)) }
+
+  /// Measures a round trip to the backend with a ping.
+  public func ping(completion: @escaping (Result<Duration, PingError>) -> Void) {
+    nextPingID += 1
+    pingCompletions[nextPingID] = completion
+    feed(.pingRequested(id: nextPingID))
+  }
+
+  /// Applies new settings: keepalive, backoff, rooms and the dialect's names live; a new URL,
+  /// header, token, proxy, subprotocol, compression or size limit by reconnecting.
+  public func apply(
+    settings new: BackendSettings, rooms: [RoomID], tlsContext: TLSContext?,
+    backend: any BackendProtocol
+  ) {
+    let needsReconnect = settings.needsReconnect(for: new)
+    settings = new
+    self.tlsContext = tlsContext
+    ownFramesAreJSON = backend.framesAreSingleLineJSON
+    feed(.reload(new.link, rooms: rooms, backend: backend))
+    if needsReconnect { feed(.reconnect(reason: "configuration changed")) }
+  }
+
+  /// Closes with 1001 and calls `completion` once the connection is down (bounded by the
+  /// close timeout).
+  public func stop(completion: @escaping () -> Void) {
+    stopCompletion = completion
+    feed(.stop)
+  }
+
+  // MARK: Driving the core
+
+  /// Hands `event` to the core and performs what it asks, in order.
+  func feed(_ event: LinkEvent) {
+    core.handle(event, now: loop.instant, into: &actions)
+    guard !performing else { return }
+    performing = true
+    var index = 0
+    while index < actions.count {
+      perform(actions[index])
+      index += 1
+    }
+    actions.removeAll(keepingCapacity: actions.capacity <= 256)
+    performing = false
+  }
+
+  private func perform(_ action: LinkAction) {
+    switch action {
+    case .connect: connect()
+    case .send(let message): send(message)
+    case .sendPing(let payload): try? client?.ping(payload)
+    case .close(let code, let reason): client?.close(code: code, reason: reason)
+    case .drop(let code, let reason): drop(code, reason)
+    case .arm(let timer, let delay): timers[timer.rawValue].schedule(after: delay)
+    case .disarm(let timer): timers[timer.rawValue].disarm()
+    case .store(let record, let acknowledgement): storeInbound(record, acknowledgement)
+    case .confirmed(let sent):
+      outbox.confirm(id: sent.entry.id)
+      storeOutbound(CollectionOfOne(sent))
+    case .confirmedThrough(let count, let entries):
+      outbox.confirm(through: count)
+      storeOutbound(entries)
+    case .requestOutbox: offerOutbox()
+    case .pauseReading: client?.isReadingPaused = true
+    case .resumeReading: client?.isReadingPaused = false
+    case .stateChanged(let state, let reason): onStateChange?(state, reason)
+    case .sent(let entry): onSent?(entry)
+    case .pingAnswered(let id, let rtt): pingCompletions.removeValue(forKey: id)?(.success(rtt))
+    case .pingFailed(let id, let error): pingCompletions.removeValue(forKey: id)?(.failure(error))
+    case .report(let report): log(report)
+    case .stopped:
+      let done = stopCompletion
+      stopCompletion = nil
+      done?()
+    }
+  }
+
+  private func connect() {
+    let client = WebSocketClient(
+      loop: loop, resolver: resolver, tlsContext: settings.url.secure ? tlsContext : nil,
+      configuration: settings.clientConfiguration(offering: core.offeredSubprotocols))
+    client.delegate = self
+    self.client = client
+    acknowledgements.connectionChanged()
+    client.connect()
+  }
+
+  private func send(_ message: Message) {
+    do {
+      try client?.send(message)
+    } catch {
+      logger.error("send failed", ["error": "\(error)"])
+    }
+  }
+
+  /// Lets go of the current connection, closing it; the core already counted it as ended.
+  private func drop(_ code: CloseCode, _ reason: String) {
+    guard let client else { return }
+    self.client = nil
+    client.delegate = nil
+    client.close(code: code, reason: reason)
+  }
+
+  /// Gives the core the pending entries, when connected.
+  private func offerOutbox() {
+    guard let client, client.phase == .open else { return }
+    feed(.outbox(outbox.pending, buffered: client.bufferedAmount))
+  }
+}

@@ -1,0 +1,62 @@
+import LinkCore
+import Transport
+import WebSocket
+import WebSocketClient
+
+/// How `BackendLink` connects, and the link core's settings, from a validated configuration.
+public struct BackendSettings: Sendable {
+  /// The backend.
+  public var url: WebSocketURL
+  /// Handshake headers, the Authorization header with the token included.
+  public var headers: HTTPHeaders
+  /// Subprotocols to offer.
+  public var subprotocols: [String]
+  /// Offer permessage-deflate.
+  public var compression: Bool
+  /// The largest inbound message accepted.
+  public var maxMessageSize: Int
+  /// Time allowed for DNS, TCP, TLS and the upgrade together.
+  public var connectTimeout: Duration
+  /// The HTTP CONNECT proxy: Proxy= or, when unset, https_proxy/http_proxy and no_proxy.
+  public var proxy: ProxyAddress?
+  /// What the link core needs.
+  public var link: LinkSettings
+
+  /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
+  /// (never logged).
+  public init(_ c: Configuration, url: WebSocketURL, token: String?) {
+    self.url = url
+    var headers = HTTPHeaders(c.headers)
+    if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+    self.headers = headers
+    subprotocols = c.subprotocols
+    compression = c.compression
+    maxMessageSize = c.maxMessageSize
+    connectTimeout = c.connectTimeout
+    if let configured = c.proxy {
+      proxy = ProxyAddress(url: configured)
+    } else {
+      proxy = ProxyAddress.fromEnvironment(for: url.host, secure: url.secure)
+    }
+    link = LinkSettings(
+      url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
+      reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
+  }
+
+  /// Whether going from `self` to `new` needs a new connection (what the upgrade carried).
+  func needsReconnect(for new: BackendSettings) -> Bool {
+    new.url != url || new.headers != headers || new.proxy != proxy
+      || new.subprotocols != subprotocols || new.compression != compression
+      || new.maxMessageSize != maxMessageSize
+  }
+
+  /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.
+  func clientConfiguration(offering extra: [String]) -> WebSocketClient.Configuration {
+    WebSocketClient.Configuration(
+      url: url, headers: headers,
+      subprotocols: subprotocols + extra.filter { !subprotocols.contains($0) },
+      deflate: compression ? PerMessageDeflateOptions() : nil,
+      limits: ClientConnection.Limits(maxFrameSize: maxMessageSize, maxMessageSize: maxMessageSize),
+      connectTimeout: connectTimeout.wholeMicroseconds, closeTimeout: 3_000_000, proxy: proxy)
+  }
+}

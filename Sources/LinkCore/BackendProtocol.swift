@@ -1,0 +1,136 @@
+import WebSocket
+
+/// One backend dialect spoken over an open WebSocket: the seam between the link core, which
+/// owns the connection's life, and what a particular backend expects on the wire.
+///
+/// An adapter is a value with the state of one connection (acknowledgement ids, a session
+/// handshake in progress); the core calls `open` on every new connection, so nothing carries
+/// over from the last one. Every requirement is pure: adapters are tested without sockets.
+///
+/// What an adapter owns:
+/// - its set-up after the upgrade (`open`, then `.ready` or `.refused` from `read`);
+/// - its heartbeat (`heartbeat`; nil keeps WebSocket pings);
+/// - joining and leaving rooms;
+/// - how a send is framed (`encode`) and what confirms it (`confirmsByPong`, an echoed client
+///   id, or `ProtocolReading.delivered`);
+/// - how an inbound frame becomes a store record, and an acknowledgement sent only once that
+///   record is durable.
+public protocol BackendProtocol {
+  /// Subprotocols to offer in the upgrade, besides those configured with Subprotocol=.
+  var offeredSubprotocols: [String] { get }
+  /// Whether the dialect has rooms to join.
+  var hasRooms: Bool { get }
+  /// Whether a pong confirms every message sent before its ping (TCP keeps order, so the
+  /// backend has read them). Dialects with acknowledgements of their own confirm with those.
+  var confirmsByPong: Bool { get }
+  /// Whether every frame `encode` makes is a JSON object on one line, so the store keeps it
+  /// as JSON without scanning it again.
+  var framesAreSingleLineJSON: Bool { get }
+
+  /// Starts the dialect on a new connection: the frames that open its session, and whether the
+  /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
+  mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening
+  /// The frame that joins a room, if the dialect has one.
+  mutating func join(_ room: RoomID) -> Message?
+  /// The frame that leaves a room, if the dialect has one.
+  mutating func leave(_ room: RoomID) -> Message?
+  /// The frame that carries an outbox entry.
+  mutating func encode(_ entry: OutboxEntry) -> Message
+  /// The dialect's own keepalive probe, sent every PingIntervalSec instead of a WebSocket ping;
+  /// nil sends a WebSocket ping. The answer is reported as `ProtocolReading.heartbeatAnswered`.
+  mutating func heartbeat() -> Message?
+  /// Reads one inbound frame; never fails: frames that do not parse are still stored.
+  mutating func read(_ message: Message) -> ProtocolReading
+}
+
+extension BackendProtocol {
+  public var offeredSubprotocols: [String] { [] }
+  public var confirmsByPong: Bool { true }
+  public var framesAreSingleLineJSON: Bool { false }
+  public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
+    ProtocolOpening(frames: [], ready: true)
+  }
+  public mutating func heartbeat() -> Message? { nil }
+}
+
+/// What a dialect sends first on a new connection.
+public struct ProtocolOpening: Sendable {
+  /// Frames to send right after the upgrade, before anything else.
+  public var frames: [Message]
+  /// Whether the session is usable at once (rooms joined, the outbox sent).
+  public var ready: Bool
+
+  /// Creates an opening.
+  public init(frames: [Message], ready: Bool) {
+    self.frames = frames
+    self.ready = ready
+  }
+}
+
+/// How a text payload was scanned as JSON, so the store need not scan it again.
+public enum PayloadScan: Sendable {
+  /// Not scanned (binary, or a frame of our own whose shape the store checks itself).
+  case unscanned
+  /// Scanned: the text is not JSON (or is nested too deeply), so it is stored as a string.
+  case notJSON
+  /// Scanned: JSON, with what the scan found.
+  case json(JSONScanner.Result)
+}
+
+/// What the daemon keeps of one inbound frame.
+public struct InboundMessage: Sendable {
+  /// The frame's payload, untouched.
+  public var payload: Message
+  /// How its text was scanned.
+  public var scan: PayloadScan
+  /// The room as raw JSON, when the dialect names one.
+  public var room: [UInt8]?
+
+  /// Creates a record's content.
+  public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil) {
+    self.payload = payload
+    self.scan = scan
+    self.room = room
+  }
+}
+
+/// What a dialect made of one inbound frame.
+public struct ProtocolReading: Sendable {
+  /// What the session set-up learned from this frame.
+  public enum Session: Sendable, Hashable {
+    /// The session is ready: rooms are joined and the outbox goes out.
+    case ready
+    /// The backend refused the session (e.g. bad credentials in the dialect's own handshake).
+    case refused(String)
+  }
+
+  /// The record to store; nil for the dialect's own control frames.
+  public var record: InboundMessage?
+  /// A frame to send once `record` is durable (the dialect's delivery acknowledgement).
+  public var acknowledgement: Message?
+  /// The client id of one of our messages, when this frame echoes it.
+  public var echoedClientID: String?
+  /// Outbox counts the backend confirmed with the dialect's own acknowledgements.
+  public var delivered: [UInt64]
+  /// Frames to send at once (e.g. the answer to the backend's heartbeat).
+  public var replies: [Message]
+  /// Whether this frame answers our `heartbeat()` probe.
+  public var heartbeatAnswered: Bool
+  /// A change in the session set-up.
+  public var session: Session?
+
+  /// Creates a reading; by default a frame stored as `record` and nothing else.
+  public init(
+    record: InboundMessage?, acknowledgement: Message? = nil, echoedClientID: String? = nil,
+    delivered: [UInt64] = [], replies: [Message] = [], heartbeatAnswered: Bool = false,
+    session: Session? = nil
+  ) {
+    self.record = record
+    self.acknowledgement = acknowledgement
+    self.echoedClientID = echoedClientID
+    self.delivered = delivered
+    self.replies = replies
+    self.heartbeatAnswered = heartbeatAnswered
+    self.session = session
+  }
+}

@@ -1,0 +1,123 @@
+import WebSocket
+
+/// What was sent on the current connection and not yet confirmed: the bookkeeping that turns
+/// an echo, a pong or a protocol acknowledgement into "this outbox entry was delivered".
+///
+/// The outbox keeps its entries in `count` order and they go out in that order, so the
+/// entries sent on this connection are exactly the pending ones with `count <=
+/// lastSentCount`. A pong answers a ping sent after them, so it confirms every entry the
+/// ping covered (one pong confirms a whole burst); an echo or an acknowledgement confirms one.
+/// After a reconnect nothing is known to have arrived: `reset()` and everything unconfirmed
+/// goes out again, in order (at least once).
+public struct DeliveryLedger: Sendable {
+  /// An entry written to the backend with the frame that carried it: the store's "out" record
+  /// keeps the same bytes, so each message is encoded once.
+  public struct Sent: Sendable {
+    /// The outbox entry.
+    public var entry: OutboxEntry
+    /// The frame that went out.
+    public var frame: Message
+  }
+
+  /// The highest outbox count written on this connection (0: none yet).
+  public private(set) var lastSentCount: UInt64 = 0
+  /// Sent entries not yet confirmed, oldest first, from `head` on.
+  private var sent: [Sent] = []
+  private var head = 0
+  /// Hashes of the unconfirmed client ids: an echo of another client's message costs one
+  /// hash, not a search. A collision is harmless: the search compares the ids themselves.
+  private var sentIDs: Set<UInt64> = []
+
+  /// An empty ledger.
+  public init() {}
+
+  /// Entries sent and not yet confirmed.
+  public var unconfirmedCount: Int { sent.count - head }
+
+  /// Notes that `entry` went out in `frame`.
+  public mutating func recordSent(_ entry: OutboxEntry, frame: Message) {
+    lastSentCount = entry.count
+    sent.append(Sent(entry: entry, frame: frame))
+    sentIDs.insert(Self.idHash(entry.id))
+  }
+
+  /// Confirms the entry with this client id (its echo arrived), if it was sent on this
+  /// connection and is unconfirmed.
+  ///
+  /// Echoes arrive in the order the messages went out, so the entry is almost always the
+  /// oldest one and the search stops at once.
+  public mutating func confirm(id: String) -> Sent? {
+    guard sentIDs.contains(Self.idHash(id)),
+      let index = sent[head...].firstIndex(where: { $0.entry.id == id })
+    else { return nil }
+    return remove(at: index)
+  }
+
+  /// Confirms the entry with this outbox count (the dialect acknowledged it).
+  public mutating func confirm(count: UInt64) -> Sent? {
+    guard let index = sent[head...].firstIndex(where: { $0.entry.count == count }) else {
+      return nil
+    }
+    return remove(at: index)
+  }
+
+  /// Confirms every unconfirmed entry with a count up to `count`, oldest first: what a pong
+  /// proves for a ping sent after them.
+  public mutating func confirm(through count: UInt64) -> [Sent] {
+    var end = head
+    while end < sent.count && sent[end].entry.count <= count { end += 1 }
+    guard end > head else { return [] }
+    let confirmed = Array(sent[head..<end])
+    for item in confirmed { sentIDs.remove(Self.idHash(item.entry.id)) }
+    head = end
+    compact()
+    return confirmed
+  }
+
+  /// Forgets the connection: nothing unconfirmed is known to have arrived, so all of it is
+  /// sent again from the oldest.
+  public mutating func reset() {
+    lastSentCount = 0
+    sent.removeAll(keepingCapacity: sent.capacity <= 4096)
+    head = 0
+    sentIDs.removeAll(keepingCapacity: sentIDs.capacity <= 4096)
+  }
+
+  /// The index of the first of `entries` (in count order) not yet sent on this connection.
+  public func firstUnsent(in entries: ArraySlice<OutboxEntry>) -> Int {
+    var low = entries.startIndex
+    var high = entries.endIndex
+    while low < high {
+      let mid = (low + high) / 2
+      if entries[mid].count <= lastSentCount { low = mid + 1 } else { high = mid }
+    }
+    return low
+  }
+
+  private mutating func remove(at index: Int) -> Sent {
+    let item = sent[index]
+    sentIDs.remove(Self.idHash(item.entry.id))
+    if index == head {
+      head += 1
+      compact()
+    } else {
+      sent.remove(at: index)
+    }
+    return item
+  }
+
+  /// Drops the confirmed prefix once it is the larger part: confirming costs what it
+  /// confirms, not what is still waiting.
+  private mutating func compact() {
+    if head == sent.count {
+      sent.removeAll(keepingCapacity: sent.capacity <= 4096)
+      head = 0
+    } else if head >= 1024 && head * 2 >= sent.count {
+      sent.removeSubrange(..<head)
+      head = 0
+    }
+  }
+
+  /// The hash `sentIDs` holds for a client id.
+  static func idHash(_ id: String) -> UInt64 { FNV1a.hash64(id.utf8) }
+}

@@ -1,0 +1,170 @@
+import WebSocket
+
+/// Frames, the outbox and the keepalive on an open connection.
+extension LinkCore {
+  mutating func received(_ message: Message, now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard let current = connection, current != .attempting else { return }
+    keepalive.frameArrived(now: now)
+    let reading = backend.read(message)
+    if let record = reading.record {
+      counters.received += 1
+      actions.append(.store(record, acknowledgement: reading.acknowledgement))
+    }
+    for reply in reading.replies { actions.append(.send(reply)) }
+    if reading.heartbeatAnswered { keepalive.heartbeatAnswered(now: now) }
+    if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
+      confirm(sent, &actions)
+    }
+    for count in reading.delivered {
+      if let sent = ledger.confirm(count: count) { confirm(sent, &actions) }
+    }
+    switch reading.session {
+    case .ready?: sessionReady(now: now, &actions)
+    case .refused(let reason)?:
+      guard current == .settingUp || current == .ready else { break }
+      // Close politely; the refusal, not the close frame, is why the connection ended.
+      endingBecause = .sessionRefused(reason)
+      connection = .closing
+      actions.append(.close(.normalClosure, reason: "session refused"))
+    case nil: break
+    }
+  }
+
+  private mutating func confirm(_ sent: DeliveryLedger.Sent, _ actions: inout [LinkAction]) {
+    counters.confirmed += 1
+    actions.append(.confirmed(sent))
+  }
+
+  mutating func pong(_ payload: [UInt8], now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard connection != nil else { return }
+    let answer = keepalive.pong(payload, now: now)
+    for ping in answer.answeredPings { actions.append(.pingAnswered(id: ping.id, rtt: ping.rtt)) }
+    guard let covered = answer.confirmedThrough else { return }
+    // TCP keeps order: this pong proves the backend read everything sent before the ping.
+    if backend.confirmsByPong {
+      let confirmed = ledger.confirm(through: covered)
+      if !confirmed.isEmpty {
+        counters.confirmed += confirmed.count
+        actions.append(.confirmedThrough(covered, entries: confirmed))
+      }
+    }
+    armDeadline(now: now, &actions)
+    let more = keepalive.takeConfirmationWanted(
+      answeredThrough: covered, lastSent: ledger.lastSentCount)
+    if more && backend.confirmsByPong { confirmationPing(now: now, &actions) }
+  }
+
+  mutating func fired(_ timer: LinkTimer, now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    switch timer {
+    case .retry:
+      connect(&actions)
+    case .keepalive:
+      guard connection == .ready else { return }
+      actions.append(.arm(.keepalive, after: settings.pingInterval))
+      probe(now: now, &actions)
+    case .pongDeadline:
+      deadlineExpired(now: now, &actions)
+    case .sendRetry:
+      if connection == .ready { actions.append(.requestOutbox) }
+    }
+  }
+
+  /// The interval's probe: the dialect's heartbeat frame, or a WebSocket ping.
+  private mutating func probe(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    var heartbeatBackend = backend
+    if let frame = heartbeatBackend.heartbeat() {
+      backend = heartbeatBackend
+      guard keepalive.heartbeatTick(now: now) else { return }
+      actions.append(.send(frame))
+    } else if let counter = keepalive.tick(now: now, covers: ledger.lastSentCount) {
+      actions.append(.sendPing(Keepalive.payload(counter)))
+    } else {
+      return
+    }
+    armDeadline(now: now, &actions)
+  }
+
+  private mutating func confirmationPing(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard connection == .ready,
+      let counter = keepalive.confirmationPing(now: now, covers: ledger.lastSentCount)
+    else { return }
+    actions.append(.sendPing(Keepalive.payload(counter)))
+    armDeadline(now: now, &actions)
+  }
+
+  /// Arms the deadline for the outstanding probe, or disarms it when none is.
+  private func armDeadline(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    if let deadline = keepalive.deadline {
+      actions.append(.arm(.pongDeadline, after: deadline > now ? deadline - now : .zero))
+    } else {
+      actions.append(.disarm(.pongDeadline))
+    }
+  }
+
+  private mutating func deadlineExpired(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard connection == .ready || connection == .settingUp else { return }
+    switch keepalive.deadlineExpired(now: now, readingPaused: readingPaused) {
+    case .idle:
+      break
+    case .extend(let remaining):
+      actions.append(.arm(.pongDeadline, after: remaining))
+    case .dead(let failedPings):
+      actions.append(.report(.peerSilent(timeout: settings.pongTimeout)))
+      for id in failedPings { actions.append(.pingFailed(id: id, .timedOut)) }
+      let outcome = ConnectionOutcome.timedOut(
+        phase: "waiting for a pong", after: settings.pongTimeout)
+      actions.append(.drop(.goingAway, reason: "no pong"))
+      ended(outcome, now: now, &actions)
+    }
+  }
+
+  mutating func operatorPing(_ id: UInt64, now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard connection == .ready else {
+      actions.append(.pingFailed(id: id, .notConnected))
+      return
+    }
+    let counter = keepalive.operatorPing(id: id, now: now, covers: ledger.lastSentCount)
+    actions.append(.sendPing(Keepalive.payload(counter)))
+    armDeadline(now: now, &actions)
+  }
+
+  mutating func storeBehind(_ behind: Bool, _ actions: inout [LinkAction]) {
+    guard behind != readingPaused, connection != nil else { return }
+    readingPaused = behind
+    if behind {
+      actions.append(.report(.readingPaused))
+      actions.append(.pauseReading)
+    } else {
+      actions.append(.resumeReading)
+    }
+  }
+
+  /// Writes pending entries not yet sent on this connection, in order, while the socket
+  /// keeps up; then asks for a confirming pong.
+  mutating func sendOutbox(
+    _ pending: ArraySlice<OutboxEntry>, _ buffered: Int, now: MonotonicInstant,
+    _ actions: inout [LinkAction]
+  ) {
+    guard connection == .ready, !stopping else { return }
+    var index = ledger.firstUnsent(in: pending)
+    var buffered = buffered
+    var wrote = false
+    while index < pending.endIndex {
+      if buffered > settings.sendBufferLimit {
+        // Let the socket drain before queuing more; come back shortly.
+        actions.append(.arm(.sendRetry, after: settings.sendRetryDelay))
+        break
+      }
+      let entry = pending[index]
+      let frame = backend.encode(entry)
+      actions.append(.send(frame))
+      actions.append(.sent(entry))
+      ledger.recordSent(entry, frame: frame)
+      counters.sent += 1
+      buffered += frame.bytes.count
+      wrote = true
+      index += 1
+    }
+    if wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
+  }
+}

@@ -1,0 +1,280 @@
+import WebSocket
+
+/// The backend link as a pure state machine: events in, actions out, no I/O, no clocks, no
+/// threads.
+///
+/// It decides when to connect and reconnect (with `ReconnectPolicy` and `Backoff`), what to
+/// send after the upgrade (the dialect's set-up, the rooms, the outbox in order), keeps the
+/// connection alive and detects a dead peer (`Keepalive`), turns echoes, pongs and
+/// acknowledgements into confirmed deliveries (`DeliveryLedger`), stores every inbound frame,
+/// and pauses reading while the store is behind. A driver on the event loop feeds it what
+/// happened, with the time, and performs the actions it returns, in order.
+public struct LinkCore {
+  /// Where the connection is.
+  public private(set) var state = ConnectionState.idle
+  /// Counters for status.
+  public internal(set) var counters = LinkCounters()
+  /// A problem worth showing in status until the next successful connection.
+  public private(set) var lastError: String?
+  /// How the last connection ended.
+  public private(set) var lastDisconnect: Disconnection?
+  /// What the server agreed to on the current connection.
+  public private(set) var negotiated: ClientHandshake.Result?
+  /// The rooms joined after every connect: configured plus runtime joins.
+  public private(set) var rooms: [RoomID]
+  /// The settings in force.
+  public private(set) var settings: LinkSettings
+  /// Whether reading is paused because the store is behind.
+  public internal(set) var readingPaused = false
+  /// Consecutive failures counted by the backoff.
+  public var failures: Int { backoff.failures }
+  /// Whether the dialect has rooms (Protocol=raw has none).
+  public var hasRooms: Bool { backend.hasRooms }
+  /// The dialect's subprotocols to offer.
+  public var offeredSubprotocols: [String] { backend.offeredSubprotocols }
+
+  /// Where the current connection is in its life.
+  enum Connection {
+    /// Connecting: DNS, TCP, TLS, the upgrade.
+    case attempting
+    /// Upgraded; the dialect's session set-up is under way.
+    case settingUp
+    /// Messages flow.
+    case ready
+    /// Our closing handshake is under way.
+    case closing
+  }
+
+  var connection: Connection?
+  var backend: any BackendProtocol
+  var backoff: Backoff
+  var ledger = DeliveryLedger()
+  var keepalive: Keepalive
+  /// The rooms from Rooms=, as distinct from rooms joined at run time.
+  var configuredRooms: [RoomID]
+  var openedAt: MonotonicInstant?
+  var started = false
+  var stopping = false
+  /// What the connection's end will be reported as when we end it ourselves (a refused
+  /// session is closed politely, and its close frame is not the reason).
+  var endingBecause: ConnectionOutcome?
+
+  /// Creates the core; `.start` connects. `random` drives the backoff's jitter.
+  public init(
+    settings: LinkSettings, rooms: [RoomID], backend: any BackendProtocol,
+    random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+  ) {
+    self.settings = settings
+    self.backend = backend
+    self.rooms = backend.hasRooms ? rooms : []
+    configuredRooms = self.rooms
+    backoff = Backoff(
+      minimum: settings.reconnectMin, maximum: settings.reconnectMax, random: random)
+    keepalive = Keepalive(interval: settings.pingInterval, timeout: settings.pongTimeout)
+  }
+
+  /// Handles one event at `now`, appending the actions to perform to `actions`.
+  public mutating func handle(
+    _ event: LinkEvent, now: MonotonicInstant, into actions: inout [LinkAction]
+  ) {
+    switch event {
+    case .start:
+      guard !started else { return }
+      started = true
+      connect(&actions)
+    case .progress(let progress): advance(progress, &actions)
+    case .upgraded(let result): upgraded(result, now: now, &actions)
+    case .message(let message): received(message, now: now, &actions)
+    case .pingReceived: keepalive.frameArrived(now: now)
+    case .pongReceived(let payload): pong(payload, now: now, &actions)
+    case .ended(let outcome): ended(outcome, now: now, &actions)
+    case .timerFired(let timer): fired(timer, now: now, &actions)
+    case .storeBehind(let behind): storeBehind(behind, &actions)
+    case .outbox(let pending, let buffered): sendOutbox(pending, buffered, now: now, &actions)
+    case .pingRequested(let id): operatorPing(id, now: now, &actions)
+    case .join(let room): join(room, &actions)
+    case .leave(let room): leave(room, &actions)
+    case .reconnect(let reason): reconnect(reason, now: now, &actions)
+    case .reload(let settings, let rooms, let backend):
+      reload(settings, rooms: rooms, backend: backend, &actions)
+    case .stop: stop(&actions)
+    }
+  }
+
+  // MARK: Connecting
+
+  mutating func connect(_ actions: inout [LinkAction]) {
+    guard !stopping, connection == nil else { return }
+    counters.attempts += 1
+    connection = .attempting
+    actions.append(.connect)
+    setState(.connecting, "connecting to \(settings.url)", &actions)
+  }
+
+  private mutating func advance(_ progress: ConnectProgress, _ actions: inout [LinkAction]) {
+    guard connection == .attempting else { return }
+    switch progress {
+    case .tlsHandshake:
+      if state == .connecting {
+        setState(.tls, "TLS handshake with \(settings.url.host)", &actions)
+      }
+    case .upgrading:
+      setState(.upgrading, "sent the upgrade request", &actions)
+    }
+  }
+
+  private mutating func upgraded(
+    _ result: ClientHandshake.Result, now: MonotonicInstant, _ actions: inout [LinkAction]
+  ) {
+    guard connection == .attempting else { return }
+    connection = .settingUp
+    negotiated = result
+    openedAt = now
+    counters.connects += 1
+    lastError = nil
+    actions.append(.report(.connected(result)))
+    let opening = backend.open(result)
+    for frame in opening.frames { actions.append(.send(frame)) }
+    if opening.ready {
+      sessionReady(now: now, &actions)
+    } else {
+      setState(.upgrading, "setting up the backend session", &actions)
+    }
+  }
+
+  /// The dialect's session is usable: rooms first, then the outbox in order (the backend must
+  /// know the rooms before messages for them arrive), then the keepalive.
+  mutating func sessionReady(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    guard connection == .settingUp else { return }
+    connection = .ready
+    setState(.open, "connected", &actions)
+    for room in rooms {
+      if let frame = backend.join(room) { actions.append(.send(frame)) }
+    }
+    ledger.reset()
+    actions.append(.requestOutbox)
+    actions.append(.arm(.keepalive, after: settings.pingInterval))
+  }
+
+  mutating func ended(
+    _ reported: ConnectionOutcome, now: MonotonicInstant, _ actions: inout [LinkAction]
+  ) {
+    guard connection != nil else { return }
+    let outcome = endingBecause ?? reported
+    connectionEnded(now: now, &actions)
+    if stopping {
+      finishStop(&actions)
+      return
+    }
+    scheduleReconnect(after: outcome, &actions)
+  }
+
+  /// Everything of the connection that must not outlive it.
+  mutating func connectionEnded(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+    connection = nil
+    endingBecause = nil
+    for timer in [LinkTimer.keepalive, .pongDeadline, .sendRetry] {
+      actions.append(.disarm(timer))
+    }
+    negotiated = nil
+    readingPaused = false
+    for id in keepalive.reset() { actions.append(.pingFailed(id: id, .notConnected)) }
+    // Unconfirmed messages stay in the outbox and go out again after the reconnect.
+    ledger.reset()
+    if let openedAt, now - openedAt >= settings.stableAfter { backoff.reset() }
+    openedAt = nil
+  }
+
+  /// Chooses the delay before the next attempt from how the connection ended.
+  private mutating func scheduleReconnect(
+    after outcome: ConnectionOutcome, _ actions: inout [LinkAction]
+  ) {
+    let decision = ReconnectPolicy.decide(outcome, backoff: &backoff)
+    if let problem = decision.rule.problem {
+      lastError = problem
+      actions.append(.report(.failed(problem: problem)))
+    }
+    lastDisconnect = Disconnection(reason: decision.text, code: outcome.closeCode)
+    actions.append(
+      .report(
+        .disconnected(
+          text: decision.text, closeCode: outcome.closeCode, retryIn: decision.delay,
+          failures: backoff.failures)))
+    setState(.waiting(decision.delay), decision.text, &actions)
+    actions.append(.arm(.retry, after: decision.delay))
+  }
+
+  // MARK: Commands
+
+  private mutating func join(_ room: RoomID, _ actions: inout [LinkAction]) {
+    guard backend.hasRooms, !rooms.contains(room) else { return }
+    rooms.append(room)
+    if connection == .ready, let frame = backend.join(room) { actions.append(.send(frame)) }
+  }
+
+  private mutating func leave(_ room: RoomID, _ actions: inout [LinkAction]) {
+    guard let index = rooms.firstIndex(of: room) else { return }
+    rooms.remove(at: index)
+    if connection == .ready, let frame = backend.leave(room) { actions.append(.send(frame)) }
+  }
+
+  private mutating func reconnect(
+    _ reason: String, now: MonotonicInstant, _ actions: inout [LinkAction]
+  ) {
+    guard !stopping else { return }
+    actions.append(.report(.reconnectRequested(reason: reason)))
+    actions.append(.disarm(.retry))
+    if connection != nil {
+      actions.append(.drop(.goingAway, reason: "reconnecting"))
+      connectionEnded(now: now, &actions)
+    }
+    connect(&actions)
+  }
+
+  /// Applies new settings: keepalive, backoff and rooms live. Rooms removed from Rooms= are
+  /// left and new ones joined; rooms joined at run time stay. The new dialect applies to
+  /// messages sent from now on. (What needs a new connection is the driver's to decide.)
+  private mutating func reload(
+    _ new: LinkSettings, rooms newRooms: [RoomID], backend newBackend: any BackendProtocol,
+    _ actions: inout [LinkAction]
+  ) {
+    backend = newBackend
+    let wanted = backend.hasRooms ? newRooms : []
+    for room in configuredRooms where !wanted.contains(room) { leave(room, &actions) }
+    for room in wanted where !rooms.contains(room) { join(room, &actions) }
+    configuredRooms = wanted
+    settings = new
+    backoff.minimum = new.reconnectMin
+    backoff.maximum = new.reconnectMax
+    keepalive.interval = new.pingInterval
+    keepalive.timeout = new.pongTimeout
+    // Restart the keepalive with the new interval.
+    if connection == .ready { actions.append(.arm(.keepalive, after: new.pingInterval)) }
+  }
+
+  /// Closes with 1001; `.stopped` follows once the connection is down.
+  private mutating func stop(_ actions: inout [LinkAction]) {
+    stopping = true
+    for timer in [LinkTimer.retry, .keepalive, .pongDeadline] { actions.append(.disarm(timer)) }
+    guard let current = connection, current != .closing else {
+      if connection == nil { finishStop(&actions) }
+      return
+    }
+    connection = .closing
+    setState(.closing, "shutting down", &actions)
+    actions.append(.close(.goingAway, reason: "shutting down"))
+  }
+
+  private mutating func finishStop(_ actions: inout [LinkAction]) {
+    setState(.idle, "stopped", &actions)
+    actions.append(.stopped)
+  }
+
+  mutating func setState(
+    _ new: ConnectionState, _ reason: String, _ actions: inout [LinkAction]
+  ) {
+    guard new != state else { return }
+    state = new
+    actions.append(.stateChanged(new, reason: reason))
+  }
+}

@@ -1,0 +1,122 @@
+import LinkCore
+import WebSocket
+import XCTest
+
+/// A dialect with everything the seam allows: its own session set-up, heartbeat and
+/// acknowledgements both ways. The core must drive it without knowing any of it.
+struct HandshakingDialect: BackendProtocol {
+  var opened = 0
+  var offeredSubprotocols: [String] { ["fake.v1"] }
+  var hasRooms: Bool { true }
+  var confirmsByPong: Bool { false }
+
+  mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
+    opened += 1
+    return ProtocolOpening(frames: [text("HELLO \(opened)")], ready: false)
+  }
+  mutating func join(_ room: RoomID) -> Message? { text("JOIN \(room)") }
+  mutating func leave(_ room: RoomID) -> Message? { text("LEAVE \(room)") }
+  mutating func encode(_ entry: OutboxEntry) -> Message {
+    text("SEND \(entry.count) \(entry.text)")
+  }
+  mutating func heartbeat() -> Message? { text("PING") }
+
+  mutating func read(_ message: Message) -> ProtocolReading {
+    let words = (message.text ?? "").split(separator: " ").map(String.init)
+    switch words.first {
+    case "WELCOME": return ProtocolReading(record: nil, session: .ready)
+    case "DENIED":
+      return ProtocolReading(
+        record: nil, session: .refused(words.dropFirst().joined(separator: " ")))
+    case "PONG": return ProtocolReading(record: nil, heartbeatAnswered: true)
+    case "SRVPING": return ProtocolReading(record: nil, replies: [text("SRVPONG")])
+    case "ACK":
+      return ProtocolReading(record: nil, delivered: words.dropFirst().compactMap { UInt64($0) })
+    case "MSG":
+      return ProtocolReading(
+        record: InboundMessage(payload: message, scan: .notJSON, room: Array("\"7\"".utf8)),
+        acknowledgement: text("GOT \(words[1])"))
+    default: return ProtocolReading(record: InboundMessage(payload: message, scan: .unscanned))
+    }
+  }
+}
+
+final class BackendProtocolSeamTests: XCTestCase {
+  func testTheDialectsSetUpRunsBeforeRoomsAndTheOutbox() {
+    var link = Harness(rooms: ["7"], backend: HandshakingDialect())
+    XCTAssertEqual(link.core.offeredSubprotocols, ["fake.v1"])
+    link.on(.start)
+    let lines = link.on(.upgraded(handshake()))
+    XCTAssertEqual(
+      Array(lines.dropFirst()),
+      ["send HELLO 1", "state upgrading (setting up the backend session)"])
+    XCTAssertEqual(link.on(.outbox([entry(1)], buffered: 0)), [], "nothing goes out before ready")
+    XCTAssertEqual(
+      link.on(.message(text("WELCOME"))),
+      ["state open (connected)", "send JOIN 7", "request outbox", "arm keepalive 10"])
+  }
+
+  func testADialectsAcknowledgementsConfirmSendsAndPongsDoNot() {
+    var link = Harness(rooms: [], backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    XCTAssertEqual(
+      link.on(.outbox([entry(1, "a"), entry(2, "b")], buffered: 0)),
+      ["send SEND 1 a", "sent id-1", "send SEND 2 b", "sent id-2"],
+      "no confirmation ping: the dialect acknowledges")
+    XCTAssertEqual(link.on(.message(text("ACK 2"))), ["confirmed id-2"])
+    XCTAssertEqual(
+      link.on(.message(text("ACK 2 9"))), [], "unknown or repeated acks confirm nothing")
+    XCTAssertEqual(link.on(.message(text("ACK 1"))), ["confirmed id-1"])
+    XCTAssertEqual(link.core.counters.confirmed, 2)
+  }
+
+  func testInboundRecordsCarryTheirAcknowledgementForWhenTheyAreDurable() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    XCTAssertEqual(link.on(.message(text("MSG 41"))), ["store MSG 41 ack GOT 41"])
+    XCTAssertEqual(
+      link.on(.message(text("SRVPING"))), ["send SRVPONG"], "control frames are not stored")
+    XCTAssertEqual(link.core.counters.received, 1)
+  }
+
+  func testTheDialectsHeartbeatReplacesWebSocketPings() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    XCTAssertEqual(
+      link.on(.timerFired(.keepalive)), ["arm keepalive 10", "send PING", "arm pongDeadline 5"])
+    link.advance(.seconds(1))
+    link.on(.message(text("PONG")))
+    link.advance(.seconds(5))
+    XCTAssertEqual(link.on(.timerFired(.pongDeadline)), [], "answered: nothing outstanding")
+    link.on(.timerFired(.keepalive))
+    link.advance(.seconds(6))
+    XCTAssertEqual(
+      link.on(.timerFired(.pongDeadline)).first, "report peerSilent(timeout: 5.0 seconds)")
+  }
+
+  func testARefusedSessionClosesPolitelyAndIsRetriedSlowlyWithTheReason() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    XCTAssertEqual(link.on(.message(text("DENIED bad token"))), ["close 1000 session refused"])
+    let lines = link.on(.ended(closed(.normalClosure, by: .local)))
+    XCTAssertTrue(lines.contains("arm retry 60"), "\(lines)")
+    XCTAssertEqual(link.core.lastError, "the backend refused the session: bad token")
+    XCTAssertEqual(link.core.lastDisconnect?.reason, "the backend refused the session: bad token")
+  }
+
+  func testEveryConnectionStartsTheDialectAfresh() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.ended(closed(.goingAway)))
+    link.on(.timerFired(.retry))
+    XCTAssertEqual(link.on(.upgraded(handshake())).dropFirst().first, "send HELLO 2")
+  }
+}

@@ -1,0 +1,89 @@
+import LinkCore
+import XCTest
+
+final class DeliveryLedgerTests: XCTestCase {
+  private func ledger(sending counts: ClosedRange<UInt64>) -> DeliveryLedger {
+    var ledger = DeliveryLedger()
+    for count in counts { ledger.recordSent(entry(count), frame: text("frame \(count)")) }
+    return ledger
+  }
+
+  func testAnEchoConfirmsItsEntryWithTheFrameThatWentOut() {
+    var ledger = ledger(sending: 1...3)
+    let sent = ledger.confirm(id: "id-1")
+    XCTAssertEqual(sent?.entry.count, 1)
+    XCTAssertEqual(sent?.frame, text("frame 1"))
+    XCTAssertEqual(ledger.unconfirmedCount, 2)
+    XCTAssertNil(ledger.confirm(id: "id-1"), "an entry is confirmed once")
+  }
+
+  func testAnEchoOutOfOrderConfirmsOnlyItsOwnEntry() {
+    var ledger = ledger(sending: 1...3)
+    XCTAssertEqual(ledger.confirm(id: "id-2")?.entry.count, 2)
+    XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [1, 3])
+  }
+
+  func testEchoesOfOtherClientsAndUnsentEntriesConfirmNothing() {
+    var ledger = ledger(sending: 1...2)
+    XCTAssertNil(ledger.confirm(id: "someone-else"))
+    XCTAssertNil(ledger.confirm(id: "id-3"))
+    XCTAssertEqual(ledger.unconfirmedCount, 2)
+  }
+
+  func testALaterPongConfirmsEverythingTheItsPingCoveredAndNothingAfter() {
+    var ledger = ledger(sending: 1...5)
+    XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [1, 2, 3])
+    XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [])
+    XCTAssertEqual(ledger.unconfirmedCount, 2)
+    XCTAssertNil(ledger.confirm(id: "id-2"))
+    XCTAssertEqual(ledger.confirm(id: "id-5")?.entry.count, 5)
+  }
+
+  func testABurstIsConfirmedByOnePongInOrder() {
+    var ledger = ledger(sending: 1...5000)
+    let confirmed = ledger.confirm(through: 5000)
+    XCTAssertEqual(confirmed.count, 5000)
+    XCTAssertEqual(confirmed.map(\.entry.count), Array(1...5000))
+    XCTAssertEqual(ledger.unconfirmedCount, 0)
+    XCTAssertEqual(ledger.lastSentCount, 5000)
+  }
+
+  func testConfirmingInStepsKeepsTheRestInOrder() {
+    var ledger = ledger(sending: 1...3000)
+    var confirmed: [UInt64] = []
+    for through in stride(from: UInt64(700), through: 3000, by: 700) {
+      confirmed += ledger.confirm(through: through).map(\.entry.count)
+    }
+    confirmed += ledger.confirm(through: 3000).map(\.entry.count)
+    XCTAssertEqual(confirmed, Array(1...3000))
+  }
+
+  func testAProtocolAcknowledgementConfirmsByCount() {
+    var ledger = ledger(sending: 1...3)
+    XCTAssertEqual(ledger.confirm(count: 3)?.entry.id, "id-3")
+    XCTAssertNil(ledger.confirm(count: 3))
+    XCTAssertNil(ledger.confirm(count: 9))
+  }
+
+  func testAfterAReconnectEverythingUnconfirmedIsSentAgainFromTheOldest() {
+    var ledger = ledger(sending: 1...3)
+    let pending = (1...3).map { entry($0) }[...]
+    XCTAssertEqual(ledger.firstUnsent(in: pending), 3)
+    _ = ledger.confirm(id: "id-1")
+    ledger.reset()
+    XCTAssertEqual(ledger.lastSentCount, 0)
+    XCTAssertEqual(ledger.unconfirmedCount, 0)
+    let stillPending = (2...3).map { entry($0) }[...]
+    XCTAssertEqual(ledger.firstUnsent(in: stillPending), 0)
+    XCTAssertNil(ledger.confirm(id: "id-2"), "nothing is confirmed before it is sent again")
+  }
+
+  func testFirstUnsentSkipsWhatThisConnectionAlreadySent() {
+    var ledger = DeliveryLedger()
+    let pending = (10...20).map { entry($0) }[...]
+    XCTAssertEqual(ledger.firstUnsent(in: pending), 0)
+    for count in UInt64(10)...14 { ledger.recordSent(entry(count), frame: text("x")) }
+    XCTAssertEqual(ledger.firstUnsent(in: pending), 5)
+    XCTAssertEqual(ledger.firstUnsent(in: pending.dropFirst(3)), 5)
+  }
+}

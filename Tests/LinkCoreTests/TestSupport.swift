@@ -1,0 +1,118 @@
+import LinkCore
+import WebSocket
+
+/// A deterministic generator for the backoff's jitter (SplitMix64).
+struct SeededRandom: RandomNumberGenerator, Sendable {
+  var state: UInt64
+  init(seed: UInt64 = 42) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+func entry(_ count: UInt64, _ text: String = "hi", id: String? = nil, room: String? = "7")
+  -> OutboxEntry
+{
+  OutboxEntry(
+    id: id ?? "id-\(count)", room: room.flatMap(RoomID.init), text: text, count: count,
+    created: Timestamp(microseconds: 0))
+}
+
+func text(_ string: String) -> Message { .text(Array(string.utf8)) }
+
+// swift-format-ignore: NeverUseForceTry
+let testURL = try! WebSocketURL(parsing: "ws://chat.example:9000/ws")
+
+func handshake(subprotocol: String? = nil) -> ClientHandshake.Result {
+  ClientHandshake.Result(
+    response: HTTPResponseHead(status: 101, reason: "Switching Protocols", headers: HTTPHeaders()),
+    subprotocol: subprotocol, deflate: nil)
+}
+
+func refusal(_ status: Int, _ headers: [(String, String)] = []) -> ConnectionOutcome {
+  var fields = HTTPHeaders()
+  for (name, value) in headers { fields.add(name: name, value: value) }
+  return .upgradeRefused(
+    HTTPResponseHead(status: status, reason: "No", headers: fields),
+    receivedAt: Timestamp(rfc3339: "2026-12-02T12:00:00Z")!)
+}
+
+func closed(_ code: CloseCode, _ reason: String = "", by initiator: CloseInfo.Initiator = .peer)
+  -> ConnectionOutcome
+{
+  .closed(CloseInfo(code: code, reason: reason, initiator: initiator, clean: true))
+}
+
+/// Drives a `LinkCore` as the driver would, with a clock the test moves, and renders the
+/// actions as short lines so a test reads like a transcript.
+struct Harness {
+  var core: LinkCore
+  var now = MonotonicInstant.origin
+
+  init(
+    rooms: [String] = ["7", "ops"], backend: any BackendProtocol = EnvelopeProtocol(sender: "bot"),
+    pingInterval: Duration = .seconds(10), pongTimeout: Duration = .seconds(5),
+    reconnect: (Duration, Duration) = (.seconds(1), .seconds(60))
+  ) {
+    var settings = LinkSettings(
+      url: testURL, pingInterval: pingInterval, pongTimeout: pongTimeout,
+      reconnectMin: reconnect.0, reconnectMax: reconnect.1)
+    settings.sendBufferLimit = 1000
+    core = LinkCore(
+      settings: settings, rooms: rooms.compactMap(RoomID.init), backend: backend,
+      random: SeededRandom())
+  }
+
+  /// Handles `event` now; returns the actions as lines.
+  @discardableResult
+  mutating func on(_ event: LinkEvent) -> [String] {
+    actions(event).map(Self.line)
+  }
+
+  /// Handles `event` now; returns the actions themselves.
+  mutating func actions(_ event: LinkEvent) -> [LinkAction] {
+    var actions: [LinkAction] = []
+    core.handle(event, now: now, into: &actions)
+    return actions
+  }
+
+  /// Moves the clock.
+  mutating func advance(_ span: Duration) { now = now + span }
+
+  /// Starts and opens a connection; returns the lines of the upgrade.
+  @discardableResult
+  mutating func open() -> [String] {
+    on(.start)
+    return on(.upgraded(handshake()))
+  }
+
+  static func line(_ action: LinkAction) -> String {
+    switch action {
+    case .connect: "connect"
+    case .send(let message): "send \(message.text ?? "binary \(message.bytes.count)")"
+    case .sendPing(let payload): "ping \(Keepalive.counter(payload) ?? 0)"
+    case .close(let code, let reason): "close \(code.rawValue) \(reason)"
+    case .drop(let code, let reason): "drop \(code.rawValue) \(reason)"
+    case .arm(let timer, let delay): "arm \(timer) \(delay.secondsText)"
+    case .disarm(let timer): "disarm \(timer)"
+    case .store(let record, let ack):
+      "store \(record.payload.text ?? "binary")" + (ack.map { " ack \($0.text ?? "")" } ?? "")
+    case .confirmed(let sent): "confirmed \(sent.entry.id)"
+    case .confirmedThrough(let count, let entries):
+      "confirmed through \(count): \(entries.map(\.entry.id).joined(separator: ","))"
+    case .requestOutbox: "request outbox"
+    case .pauseReading: "pause reading"
+    case .resumeReading: "resume reading"
+    case .stateChanged(let state, let reason): "state \(state) (\(reason))"
+    case .sent(let entry): "sent \(entry.id)"
+    case .pingAnswered(let id, let rtt): "ping \(id) answered in \(rtt.secondsText)"
+    case .pingFailed(let id, let error): "ping \(id) failed: \(error)"
+    case .report(let report): "report \(report)"
+    case .stopped: "stopped"
+    }
+  }
+}
