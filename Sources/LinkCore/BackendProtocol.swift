@@ -67,14 +67,21 @@ public struct ProtocolOpening: Sendable {
   }
 }
 
-/// How a text payload was scanned as JSON, so the store need not scan it again.
-public enum PayloadScan: Sendable {
-  /// Not scanned (binary, or a frame of our own whose shape the store checks itself).
+/// How a text payload was scanned as JSON, so the store need not scan it again. (Only what
+/// the store needs is kept: the scan's field table is large, and this travels with every
+/// inbound frame.)
+public enum PayloadScan: Sendable, Hashable {
+  /// Not scanned (binary, or a frame the store must scan itself).
   case unscanned
   /// Scanned: the text is not JSON (or is nested too deeply), so it is stored as a string.
   case notJSON
-  /// Scanned: JSON, with what the scan found.
-  case json(JSONScanner.Result)
+  /// Scanned: JSON; with line breaks it must be minified to fit on one line.
+  case json(hasLineBreaks: Bool)
+
+  /// What a scan's result says: JSON (and how it is laid out) or not.
+  public init(_ result: JSONScanner.Result?) {
+    self = result.map { .json(hasLineBreaks: $0.hasLineBreaks) } ?? .notJSON
+  }
 }
 
 /// What the daemon keeps of one inbound frame.

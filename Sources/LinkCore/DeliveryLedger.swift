@@ -26,7 +26,7 @@ public struct DeliveryLedger: Sendable {
   private var head = 0
   /// Hashes of the unconfirmed client ids: an echo of another client's message costs one
   /// hash, not a search. A collision is harmless: the search compares the ids themselves.
-  private var sentIDs: Set<UInt64> = []
+  private var sentIDs: Set<Int> = []
 
   /// An empty ledger.
   public init() {}
@@ -119,5 +119,5 @@ public struct DeliveryLedger: Sendable {
   }
 
   /// The hash `sentIDs` holds for a client id.
-  static func idHash(_ id: String) -> UInt64 { FNV1a.hash64(id.utf8) }
+  static func idHash(_ id: String) -> Int { id.hashValue }
 }

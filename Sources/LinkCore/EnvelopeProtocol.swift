@@ -123,7 +123,8 @@ public struct EnvelopeProtocol: BackendProtocol {
       guard let scan else {
         return ProtocolReading(record: InboundMessage(payload: message, scan: .notJSON))
       }
-      var record = InboundMessage(payload: message, scan: .json(scan))
+      var record = InboundMessage(
+        payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks))
       if let range = scan.nested[0] {
         let first = raw[range.lowerBound]
         // Only numbers and strings name a room; objects, arrays and null do not.

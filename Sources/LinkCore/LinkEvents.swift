@@ -74,8 +74,8 @@ public enum LinkEvent {
   case start
   /// The attempt got further.
   case progress(ConnectProgress)
-  /// The WebSocket upgrade succeeded.
-  case upgraded(ClientHandshake.Result)
+  /// The WebSocket upgrade succeeded. (Indirect: rare and large.)
+  indirect case upgraded(ClientHandshake.Result)
   /// A complete message arrived.
   case message(Message)
   /// A ping arrived (the WebSocket layer already answered it).
@@ -99,8 +99,9 @@ public enum LinkEvent {
   case leave(RoomID)
   /// Drop the connection and connect again at once.
   case reconnect(reason: String)
-  /// New settings, the configured rooms and the dialect (a reload).
-  case reload(LinkSettings, rooms: [RoomID], backend: any BackendProtocol)
+  /// New settings, the configured rooms and the dialect (a reload). Indirect: rare and large,
+  /// it would otherwise make every event as large as itself.
+  indirect case reload(LinkSettings, rooms: [RoomID], backend: any BackendProtocol)
   /// Close with 1001 and stop.
   case stop
 }
@@ -152,8 +153,8 @@ public enum LinkAction {
 
 /// What the core tells the log.
 public enum LinkReport: Sendable {
-  /// The upgrade succeeded.
-  case connected(ClientHandshake.Result)
+  /// The upgrade succeeded. (Indirect: rare and large.)
+  indirect case connected(ClientHandshake.Result)
   /// A problem the operator should see (also kept as `lastError`).
   case failed(problem: String)
   /// The connection ended; the next attempt follows after `retryIn`.

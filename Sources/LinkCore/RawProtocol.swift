@@ -20,6 +20,6 @@ public struct RawProtocol: BackendProtocol {
       JSONScanner.scan($0, knownUTF8: true, maxDepth: JSONScanner.embeddedMaxDepth)
     }
     return ProtocolReading(
-      record: InboundMessage(payload: message, scan: scan.map(PayloadScan.json) ?? .notJSON))
+      record: InboundMessage(payload: message, scan: PayloadScan(scan)))
   }
 }

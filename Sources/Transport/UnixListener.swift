@@ -206,9 +206,8 @@ public final class UnixListener {
     return rc == 0
   }
 
-  /// The group id of a group name, if it exists.
+  /// The group id of a group name, if it exists (`GroupDatabase`).
   public static func groupID(named name: String) -> UInt32? {
-    guard let entry = getgrnam(name) else { return nil }
-    return entry.pointee.gr_gid
+    GroupDatabase.id(of: name)
   }
 }

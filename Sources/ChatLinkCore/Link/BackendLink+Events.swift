@@ -86,7 +86,7 @@ extension BackendLink {
   func storeOutbound(_ confirmed: some Collection<DeliveryLedger.Sent>) {
     // Our own envelope is JSON on one line, so the store need not scan it. (Protocol=raw
     // frames are the user's text, which may not be JSON: those are scanned.)
-    let scan: PayloadScan = ownFramesAreJSON ? Self.jsonObjectScan : .unscanned
+    let scan: PayloadScan = ownFramesAreJSON ? .json(hasLineBreaks: false) : .unscanned
     for sent in confirmed {
       store.append(
         direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.id,
@@ -112,12 +112,6 @@ extension BackendLink {
       try? client?.send(frame)
     }
   }
-
-  /// What scanning one of our own envelopes would report: a JSON object without line breaks.
-  private static let jsonObjectScan: PayloadScan = {
-    let object: [UInt8] = Array("{}".utf8)
-    return object.withUnsafeBytes { JSONScanner.scan($0) }.map(PayloadScan.json) ?? .unscanned
-  }()
 
   // MARK: Log
 

@@ -46,10 +46,12 @@ public final class BackendLink: WebSocketClientDelegate {
   private var tlsContext: TLSContext?
   let store: MessageStore
   let outbox: Outbox
-  private var core: LinkCore
+  // Unchecked exclusivity: both are touched several times for every inbound frame, only on the
+  // loop's thread and only through `feed`, which never overlaps two accesses to either.
+  @exclusivity(unchecked) private var core: LinkCore
   /// What the core asked for and is not yet done, oldest first. Performing an action may
   /// feed the core again (a socket closing at once), which appends here.
-  private var actions: [LinkAction] = []
+  @exclusivity(unchecked) private var actions: [LinkAction] = []
   private var performing = false
   private var timers: [Timer] = []
   var client: WebSocketClient?

@@ -91,17 +91,17 @@ public struct StoreRecord: Sendable, Hashable {
       out.append(UInt8(ascii: "\""))
     case .text(let bytes):
       bytes.withUnsafeBytes { raw in
-        let result: JSONScanner.Result? =
-          switch scan {
-          case .json(let known): known
-          case .notJSON: nil
-          case .unscanned: JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth)
+        let known =
+          if case .unscanned = scan {
+            PayloadScan(JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth))
+          } else {
+            scan
           }
-        if let result {
+        if case .json(let hasLineBreaks) = known {
           out.append(Self.typeJSON)
           appendID(to: &out)
           out.append(Self.dataKey)
-          if result.hasLineBreaks {
+          if hasLineBreaks {
             JSONString.minify(raw, to: &out)
           } else {
             out.append(contentsOf: raw)

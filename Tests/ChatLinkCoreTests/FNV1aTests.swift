@@ -1,6 +1,6 @@
 import XCTest
 
-@testable import LinkCore
+@testable import ChatLinkCore
 
 /// FNV-1a against the published test vectors: the room index files on disk depend on it.
 final class FNV1aTests: XCTestCase {
