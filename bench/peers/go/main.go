@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -57,7 +58,7 @@ type envelope struct {
 
 var null = json.RawMessage("null")
 
-func client(url string, n uint64, out string) {
+func client(url string, n uint64, out string, flushEvery uint64) {
 	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -69,7 +70,15 @@ func client(url string, n uint64, out string) {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	enc := json.NewEncoder(f) // one write(2) per line: every line reaches the kernel at once
+	// By default one write(2) per line: every line reaches the kernel at once. With -flush N,
+	// lines gather in a buffer that is written every N lines (and at the end).
+	var sink io.Writer = f
+	var buffered *bufio.Writer
+	if flushEvery > 1 {
+		buffered = bufio.NewWriterSize(f, 1<<20)
+		sink = buffered
+	}
+	enc := json.NewEncoder(sink)
 	enc.SetEscapeHTML(false)
 	var seq uint64
 	for {
@@ -93,6 +102,11 @@ func client(url string, n uint64, out string) {
 		}
 		if err := enc.Encode(rec); err != nil {
 			log.Fatal(err)
+		}
+		if buffered != nil && (seq%flushEvery == 0 || seq == n) {
+			if err := buffered.Flush(); err != nil {
+				log.Fatal(err)
+			}
 		}
 		if seq == n {
 			fmt.Printf("done %.6f\n", monotonic())
@@ -146,10 +160,11 @@ func main() {
 	url := fs.String("url", "", "backend URL")
 	n := fs.Uint64("n", 0, "messages until done")
 	out := fs.String("out", "", "store file")
+	flushEvery := fs.Uint64("flush", 1, "write the store file every this many lines")
 	fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "client":
-		client(*url, *n, *out)
+		client(*url, *n, *out, *flushEvery)
 	case "count":
 		count(*n)
 	default:
