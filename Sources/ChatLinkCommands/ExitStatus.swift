@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkClient
 @preconcurrency import Glibc
 import Varlink

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import EventLoop
 import Varlink
 import WebSocket
