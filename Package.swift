@@ -41,13 +41,18 @@ let package = Package(
     .target(
       name: "JSON", dependencies: [], swiftSettings: strict,
       linkerSettings: [.linkedLibrary("m")]),
-    // The Varlink wire format and ChatLink's interface description, shared by daemon and ctl.
+    // The Varlink wire format (framing, calls, replies, errors), shared by daemon and ctl.
     .target(name: "Varlink", dependencies: ["JSON"], swiftSettings: strict),
+    // The io.chatlink.Daemon contract, pure: its interface description and a Swift type for
+    // every method's parameters and reply, its errors and its events.
+    .target(name: "ChatLinkAPI", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     // A typed client of io.chatlink.Daemon, for chatlinkctl and any other Swift tool.
-    .target(name: "ChatLinkClient", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
+    .target(
+      name: "ChatLinkClient", dependencies: ["ChatLinkAPI", "Varlink", "JSON"],
+      swiftSettings: strict),
     // chatlinkctl's verbs, output formatting and a small swift-argument-parser-shaped parser.
     .target(
-      name: "ChatLinkCommands", dependencies: ["ChatLinkClient", "JSON", "Varlink"],
+      name: "ChatLinkCommands", dependencies: ["ChatLinkClient", "ChatLinkAPI", "JSON", "Varlink"],
       swiftSettings: strict),
 
     // The backend link as pure parts: the state machine, reconnect policy, delivery ledger,
@@ -59,7 +64,7 @@ let package = Package(
       name: "ChatLinkCore",
       dependencies: [
         "LinkCore", "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink",
-        "CSystem",
+        "ChatLinkAPI", "CSystem",
       ],
       swiftSettings: strict),
 
@@ -79,9 +84,15 @@ let package = Package(
     .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(name: "LinkCoreTests", dependencies: ["LinkCore"], swiftSettings: strict),
-    .testTarget(name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore"], swiftSettings: strict),
     .testTarget(
-      name: "ChatLinkCommandsTests", dependencies: ["ChatLinkCommands"], swiftSettings: strict),
+      name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore", "ChatLinkAPI", "Varlink"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "ChatLinkCommandsTests",
+      dependencies: ["ChatLinkCommands", "ChatLinkClient", "ChatLinkAPI"], swiftSettings: strict),
     .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
       name: "TransportTests", dependencies: ["Transport", "WebSocketClient", "EventLoop"],

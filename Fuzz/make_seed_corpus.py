@@ -8,7 +8,7 @@
   Fuzz/varlink.dict, Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
 
 (see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
-are generated from the interface description in Sources/Varlink/ChatLinkInterface.swift (a
+are generated from the interface description in Sources/ChatLinkAPI/ChatLinkInterface.swift (a
 valid call of every method, a reply of every method and every error), the config seeds from
 the shipped config/chatlinkd.conf; re-run the script when either changes.
 
@@ -348,7 +348,7 @@ def compact(value) -> bytes:
 
 def interface() -> tuple[dict, dict, dict]:
     """Methods, types and errors of io.chatlink.Daemon, read from ChatLinkInterface.swift."""
-    source = (ROOT / "Sources" / "Varlink" / "ChatLinkInterface.swift").read_text()
+    source = (ROOT / "Sources" / "ChatLinkAPI" / "ChatLinkInterface.swift").read_text()
     text = source.split('public static let description = """', 1)[1].split('"""', 1)[0]
     # Comments out, and each declaration on one line.
     text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())

@@ -1,90 +1,6 @@
+import ChatLinkAPI
 import JSON
 import Varlink
-
-/// The daemon's status, as GetStatus returns it.
-public struct DaemonStatus: Sendable, Hashable {
-  public var state: String
-  public var text: String
-  public var url: String
-  public var rooms: [String]
-  public var subprotocol: String?
-  public var extensions: String?
-  public var retryIn: Double?
-  public var lastError: String?
-  public var storeError: String?
-  public var received: Int
-  public var sent: Int
-  public var confirmed: Int
-  public var connects: Int
-  public var outbox: Int
-  public var lastSeq: Int
-  public var durableSeq: Int
-  public var storePath: String
-  public var version: String
-  /// The reply as sent, for --json output with stable field names.
-  public var json: JSONValue
-
-  /// Reads the reply object.
-  public init(_ v: JSONValue) {
-    json = v
-    state = v["state"]?.stringValue ?? ""
-    text = v["text"]?.stringValue ?? ""
-    url = v["url"]?.stringValue ?? ""
-    rooms = v["rooms"]?.arrayValue?.compactMap(\.stringValue) ?? []
-    subprotocol = v["subprotocol"]?.stringValue
-    extensions = v["extensions"]?.stringValue
-    retryIn = v["retry_in"]?.doubleValue
-    lastError = v["last_error"]?.stringValue
-    storeError = v["store_error"]?.stringValue
-    received = Int(v["received"]?.intValue ?? 0)
-    sent = Int(v["sent"]?.intValue ?? 0)
-    confirmed = Int(v["confirmed"]?.intValue ?? 0)
-    connects = Int(v["connects"]?.intValue ?? 0)
-    outbox = Int(v["outbox"]?.intValue ?? 0)
-    lastSeq = Int(v["last_seq"]?.intValue ?? 0)
-    durableSeq = Int(v["durable_seq"]?.intValue ?? 0)
-    storePath = v["store_path"]?.stringValue ?? ""
-    version = v["version"]?.stringValue ?? ""
-  }
-}
-
-/// One answer to Send.
-public struct SendReceipt: Sendable, Hashable {
-  /// The client message id.
-  public var id: String
-  /// queued (durable in the outbox), sent (written to the backend) or confirmed.
-  public var state: String
-  /// The outbox counter.
-  public var count: Int
-  public var json: JSONValue
-
-  /// Reads the reply object.
-  public init(_ v: JSONValue) {
-    json = v
-    id = v["id"]?.stringValue ?? ""
-    state = v["state"]?.stringValue ?? ""
-    count = Int(v["count"]?.intValue ?? 0)
-  }
-
-  /// A receipt from its parts (SendBatch answers for many messages in one reply).
-  public init(id: String, state: String, count: Int) {
-    self.init(.object(["id": .string(id), "state": .string(state), "count": .int(Int64(count))]))
-  }
-}
-
-/// One event of Subscribe.
-public struct DaemonEvent: Sendable, Hashable {
-  /// connected, disconnected, message, sent, confirmed, error or status.
-  public var event: String
-  /// The whole event object, stable field names.
-  public var json: JSONValue
-
-  /// Reads the reply object.
-  public init(_ v: JSONValue) {
-    json = v
-    event = v["event"]?.stringValue ?? ""
-  }
-}
 
 /// A typed client of io.chatlink.Daemon. Every call opens no new connection: one client,
 /// one socket.
@@ -93,7 +9,6 @@ public final class ChatLinkClient {
   public static let defaultSocket = "/run/chatlink/control.sock"
 
   private let connection: VarlinkConnection
-  private let method = ChatLinkInterface.name + "."
 
   /// Connects to the daemon.
   public init(socketPath: String = ChatLinkClient.defaultSocket) throws(ClientError) {
@@ -101,28 +16,27 @@ public final class ChatLinkClient {
   }
 
   /// org.varlink.service.GetInfo.
-  public func info() throws(ClientError) -> JSONValue {
-    try connection.call("org.varlink.service.GetInfo")
+  public func info() throws(ClientError) -> ServiceInfo {
+    try Self.decode(try call(GetInfoMethod.self, EmptyObject()))
   }
 
-  public func status() throws(ClientError) -> DaemonStatus {
-    DaemonStatus(try connection.call(method + "GetStatus")["status"] ?? .object([]))
+  /// The daemon's status, with the object as it came for `--json`.
+  public func status() throws(ClientError) -> Received<DaemonStatus> {
+    try Self.decode(try call(GetStatusMethod.self, EmptyObject())["status"] ?? .null, "status")
   }
 
   /// Sends a message; returns once it is durable in the outbox, or with `wait` once the
   /// backend confirmed it.
-  public func send(room: String?, text: String, id: String? = nil, wait: Bool = false)
-    throws(ClientError) -> SendReceipt
+  public func send(_ parameters: SendParameters, wait: Bool = false) throws(ClientError)
+    -> Received<SendReceipt>
   {
-    let parameters = JSONValue.object([
-      "room": room.map(JSONValue.string), "text": .string(text), "id": id.map(JSONValue.string),
-    ])
-    guard wait else { return SendReceipt(try connection.call(method + "Send", parameters)) }
-    try connection.send(VarlinkCall(method: method + "Send", parameters: parameters, more: true))
+    guard wait else { return try Self.decode(try call(SendMethod.self, parameters)) }
+    try connection.send(
+      VarlinkCall(method: SendMethod.qualifiedName, parameters: parameters.json, more: true))
     while true {
       let reply = try connection.receive()
-      let receipt = SendReceipt(reply.parameters)
-      if receipt.state == "confirmed" || !reply.continues { return receipt }
+      let receipt: Received<SendReceipt> = try Self.decode(reply.parameters)
+      if receipt.state == .confirmed || !reply.continues { return receipt }
     }
   }
 
@@ -140,7 +54,7 @@ public final class ChatLinkClient {
     let batchBytes = 48 * 1024
     let window = 4
     var opening: [UInt8] = Array(#"{"method":"#.utf8)
-    JSONString.append(method + "SendBatch", to: &opening)
+    JSONString.append(SendBatchMethod.qualifiedName, to: &opening)
     opening += Array(#","parameters":{"#.utf8)
     if let room {
       opening += Array(#""room":"#.utf8)
@@ -162,9 +76,9 @@ public final class ChatLinkClient {
     }
     var refusal: ClientError?
     func receiveBatch() throws(ClientError) {
-      let reply: JSONValue
+      let reply: SendBatchReceipt
       do {
-        reply = try connection.receive().parameters
+        reply = try Self.decode(try connection.receive().parameters)
         inFlight -= 1
       } catch {
         guard case .varlink = error else { throw error }
@@ -172,10 +86,8 @@ public final class ChatLinkClient {
         refusal = refusal ?? error
         return
       }
-      let first = Int(reply["count"]?.intValue ?? 0)
-      let state = reply["state"]?.stringValue ?? "queued"
-      for (offset, id) in (reply["ids"]?.arrayValue ?? []).enumerated() {
-        onReceipt(SendReceipt(id: id.stringValue ?? "", state: state, count: first + offset))
+      for (offset, id) in reply.ids.enumerated() {
+        onReceipt(SendReceipt(id: id, state: reply.state, count: reply.count + offset))
       }
     }
     for text in texts {
@@ -195,51 +107,94 @@ public final class ChatLinkClient {
     if let refusal { throw refusal }
   }
 
+  /// Joins a room, now and after every reconnect.
   public func join(_ room: String) throws(ClientError) {
-    _ = try connection.call(method + "Join", .object(["room": .string(room)]))
+    _ = try call(JoinMethod.self, RoomParameters(room: room))
   }
 
+  /// Leaves a room.
   public func leave(_ room: String) throws(ClientError) {
-    _ = try connection.call(method + "Leave", .object(["room": .string(room)]))
+    _ = try call(LeaveMethod.self, RoomParameters(room: room))
   }
 
+  /// The rooms the daemon is in.
   public func rooms() throws(ClientError) -> [String] {
-    try connection.call(method + "ListRooms")["rooms"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    let reply: ListRoomsReply = try Self.decode(try call(ListRoomsMethod.self, EmptyObject()))
+    return reply.rooms
   }
 
-  /// Stored records, newest last, each the JSON object of its line in messages.jsonl.
-  public func history(
-    room: String? = nil, sinceSeq: Int? = nil, sinceTime: String? = nil, limit: Int? = nil
-  )
-    throws(ClientError) -> [JSONValue]
+  /// Stored records, newest last, each with the object as it came for `--json` (the JSON
+  /// object of its line in messages.jsonl).
+  public func history(_ parameters: HistoryParameters = HistoryParameters()) throws(ClientError)
+    -> [Received<StoredRecord>]
   {
-    let parameters = JSONValue.object([
-      "room": room.map(JSONValue.string), "since_seq": sinceSeq.map { .int(Int64($0)) },
-      "since_time": sinceTime.map(JSONValue.string), "limit": limit.map { .int(Int64($0)) },
-    ])
-    return try connection.call(method + "History", parameters)["records"]?.arrayValue ?? []
+    let reply = try call(HistoryMethod.self, parameters)
+    guard case .array(let records) = reply["records"] ?? .null else {
+      throw .protocolError("records must be an array")
+    }
+    var received: [Received<StoredRecord>] = []
+    received.reserveCapacity(records.count)
+    for (index, record) in records.enumerated() {
+      received.append(try Self.decode(record, "records[\(index)]"))
+    }
+    return received
   }
 
   /// Streams events until `handler` returns false or the connection ends.
-  public func subscribe(room: String? = nil, handler: (DaemonEvent) -> Bool) throws(ClientError) {
+  public func subscribe(
+    _ parameters: SubscribeParameters = SubscribeParameters(),
+    handler: (Received<DaemonEvent>) -> Bool
+  ) throws(ClientError) {
     try connection.send(
-      VarlinkCall(
-        method: method + "Subscribe", parameters: .object(["room": room.map(JSONValue.string)]),
-        more: true))
+      VarlinkCall(method: SubscribeMethod.qualifiedName, parameters: parameters.json, more: true))
     while true {
       let reply = try connection.receive()
-      if !handler(DaemonEvent(reply.parameters["event"] ?? .object([]))) || !reply.continues {
-        return
-      }
+      let event: Received<DaemonEvent> = try Self.decode(
+        reply.parameters["event"] ?? .null, "event")
+      if !handler(event) || !reply.continues { return }
     }
   }
 
+  /// Drops the backend connection and connects again now.
   public func reconnect() throws(ClientError) {
-    _ = try connection.call(method + "Reconnect")
+    _ = try call(ReconnectMethod.self, EmptyObject())
   }
 
   /// The round trip to the backend in milliseconds.
   public func ping() throws(ClientError) -> Double {
-    try connection.call(method + "Ping")["rtt_ms"]?.doubleValue ?? 0
+    let reply: PingReply = try Self.decode(try call(PingMethod.self, EmptyObject()))
+    return reply.rttMs
+  }
+
+  /// Calls a method that answers once; returns the reply's parameters.
+  private func call<Method: VarlinkMethod>(_ method: Method.Type, _ parameters: Method.Parameters)
+    throws(ClientError) -> JSONValue
+  {
+    try connection.call(Method.qualifiedName, parameters.json)
+  }
+
+  /// Reads a typed value from the daemon's JSON; one that does not read is the daemon's fault.
+  private static func decode<Value: JSONRepresentable>(_ json: JSONValue, _ field: String = "")
+    throws(ClientError) -> Value
+  {
+    do {
+      return try Value(json: json)
+    } catch {
+      throw .protocolError(field.isEmpty ? error.description : error.inside(field).description)
+    }
+  }
+
+  private static func decode<Value: JSONRepresentable>(_ json: JSONValue, _ field: String = "")
+    throws(ClientError) -> Received<Value>
+  {
+    Received(value: try decode(json, field), json: json)
+  }
+}
+
+extension ClientError {
+  /// The daemon's error, typed; nil when the daemon did not answer with one.
+  public var daemonError: DaemonError? {
+    guard case .varlink(let error) = self else { return nil }
+    return DaemonError(error)
   }
 }

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkClient
 @preconcurrency import Glibc
 import Varlink
@@ -27,35 +28,32 @@ public enum ExitStatus {
 
   /// The message for a client error, without the "chatlinkctl: " prefix.
   public static func message(for error: ClientError) -> String {
-    guard case .varlink(let varlink) = error else { return error.description }
-    let parameters = varlink.parameters
-    func parameter(_ key: String) -> String? {
-      guard let value = parameters[key], !value.isNull else { return nil }
-      return Format.printable(value.stringValue ?? value.description)
-    }
-    switch varlink.name {
-    case ChatLinkInterface.Errors.notConnected:
-      let state = parameter("state").map { " (state: \($0))" } ?? ""
-      return "chatlinkd is not connected to the backend\(state); try again later"
-    case ChatLinkInterface.Errors.outboxFull:
-      let limit = parameter("limit").map { " (\($0) messages)" } ?? ""
-      return "the outbox is full\(limit): the backend has not confirmed earlier messages yet"
-    case ChatLinkInterface.Errors.storageFailed:
-      return "chatlinkd could not store the request: \(parameter("reason") ?? "unknown reason")"
-    case ChatLinkInterface.Errors.invalidParameter, "org.varlink.service.InvalidParameter":
-      let name = parameter("parameter") ?? "?"
-      if let reason = parameter("reason"), !reason.isEmpty {
-        return "chatlinkd refused the parameter '\(name)': \(reason)"
-      }
-      return "chatlinkd refused the parameter '\(name)'"
-    case "org.varlink.service.PermissionDenied":
+    guard let daemonError = error.daemonError else { return error.description }
+    switch daemonError {
+    case .notConnected(let state):
+      return
+        "chatlinkd is not connected to the backend (state: \(Format.printable(state.rawValue))); try again later"
+    case .outboxFull(let limit):
+      return
+        "the outbox is full (\(limit) messages): the backend has not confirmed earlier messages yet"
+    case .storageFailed(let reason):
+      return "chatlinkd could not store the request: \(Format.printable(reason))"
+    case .invalidParameter(let name, let reason), .varlink(.invalidParameter(let name, let reason)):
+      return refusedParameter(name, reason)
+    case .varlink(.permissionDenied):
       return
         "permission denied: only root and members of the socket's group (e.g. chatlink) may do this"
-    case "org.varlink.service.MethodNotFound", "org.varlink.service.MethodNotImplemented":
-      let method = parameter("method") ?? "?"
-      return "chatlinkd does not implement \(method) (is it an older version than chatlinkctl?)"
-    default:
-      return Format.printable(varlink.description)
+    case .varlink(.methodNotFound(let method)), .varlink(.methodNotImplemented(let method)):
+      let name = method.isEmpty ? "?" : Format.printable(method)
+      return "chatlinkd does not implement \(name) (is it an older version than chatlinkctl?)"
+    case .varlink(let other):
+      return Format.printable(other.description)
     }
+  }
+
+  private static func refusedParameter(_ name: String, _ reason: String) -> String {
+    let parameter = name.isEmpty ? "?" : Format.printable(name)
+    guard !reason.isEmpty else { return "chatlinkd refused the parameter '\(parameter)'" }
+    return "chatlinkd refused the parameter '\(parameter)': \(Format.printable(reason))"
   }
 }

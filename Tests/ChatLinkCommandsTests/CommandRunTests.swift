@@ -12,7 +12,7 @@ final class CommandRunTests: XCTestCase {
     let daemon = try FakeDaemon(["GetStatus": .object(["status": Sample.openStatus])])
     let run = chatlinkctl(["--socket", daemon.path, "status"])
     XCTAssertEqual(run.status, 0, run.errors)
-    XCTAssertEqual(run.output, Format.status(Sample.openStatus, colour: false) + "\n")
+    XCTAssertEqual(run.output, Format.status(try typed(Sample.openStatus), colour: false) + "\n")
     XCTAssertEqual(daemon.calls.map(\.method), [method + "GetStatus"])
   }
 
@@ -20,6 +20,30 @@ final class CommandRunTests: XCTestCase {
     let daemon = try FakeDaemon(["GetStatus": .object(["status": Sample.openStatus])])
     let run = chatlinkctl(["status", "--json"], environment: ["CHATLINK_SOCKET": daemon.path])
     XCTAssertEqual(run.output, Sample.openStatus.description + "\n")
+  }
+
+  func testJSONOutputPassesOnWhatTheDaemonSentEvenFieldsThisVersionDoesNotKnow() throws {
+    guard case .object(var members) = Sample.openStatus else { return XCTFail("not an object") }
+    members.append(("uptime_s", .int(5)))
+    let status = JSONValue.object(members)
+    let rotated = json(#"{"event":"rotated","time":"2026-12-02T12:00:13Z","file":"x.1"}"#)
+    let daemon = try FakeDaemon { call in
+      call.method.hasSuffix("GetStatus")
+        ? [VarlinkReply(parameters: .object(["status": status]))]
+        : [VarlinkReply(parameters: .object(["event": rotated]))]
+    }
+    let run = chatlinkctl(["--socket", daemon.path, "--json", "status"])
+    XCTAssertEqual(run.output, status.description + "\n")
+    let follow = chatlinkctl(["--socket", daemon.path, "--json", "follow"])
+    XCTAssertEqual(follow.output, rotated.description + "\n")
+  }
+
+  func testAReplyOfTheWrongShapeExitsOneNamingTheField() throws {
+    let daemon = try FakeDaemon(["GetStatus": json(#"{"status":{"state":5}}"#)])
+    let run = chatlinkctl(["--socket", daemon.path, "status"])
+    XCTAssertEqual(run.status, 1)
+    XCTAssertEqual(
+      run.errors, "chatlinkctl: unexpected answer from chatlinkd: status.state must be a string\n")
   }
 
   func testColourNeedsATerminalAndNoNO_COLOR() throws {
@@ -295,7 +319,9 @@ final class CommandRunTests: XCTestCase {
       "--socket", daemon.path, "history", "--room", "7", "--since", "41", "--limit", "2",
     ])
     XCTAssertEqual(human.status, 0, human.errors)
-    XCTAssertEqual(human.lines, Format.history([Sample.incoming, Sample.text], colour: false))
+    XCTAssertEqual(
+      human.lines,
+      Format.history([try typed(Sample.incoming), try typed(Sample.text)], colour: false))
     let machine = chatlinkctl([
       "--socket", daemon.path, "history", "--json", "--since", "2026-12-02T13:00:00+01:00",
     ])

@@ -1,12 +1,13 @@
+import ChatLinkAPI
 import ChatLinkCommands
 import JSON
 import XCTest
 
 final class MessageFormatTests: XCTestCase {
-  func testHistoryShowsOneAlignedLinePerRecord() {
+  func testHistoryShowsOneAlignedLinePerRecord() throws {
     let records = [Sample.incoming, Sample.text, Sample.binary, Sample.outgoing, Sample.otherJSON]
     XCTAssertEqual(
-      Format.history(records, colour: false).joined(separator: "\n"),
+      Format.history(try records.map { try typed($0) }, colour: false).joined(separator: "\n"),
       """
         42 2026-12-02 12:00:00 #7   bob: hi
         43 2026-12-02 12:00:00 -    a frame that is not JSON
@@ -20,42 +21,43 @@ final class MessageFormatTests: XCTestCase {
     XCTAssertEqual(Format.history([], colour: false), [])
   }
 
-  func testAMessageLineForFollowShowsTheTimeRoomSenderAndText() {
-    XCTAssertEqual(Format.message(Sample.incoming, colour: false), "12:00:00 #7 bob: hi")
+  func testAMessageLineForFollowShowsTheTimeRoomSenderAndText() throws {
+    XCTAssertEqual(Format.message(try typed(Sample.incoming), colour: false), "12:00:00 #7 bob: hi")
     XCTAssertEqual(
-      Format.message(Sample.outgoing, colour: false), "12:00:01 #7 → ops-bot: deploy finished")
+      Format.message(try typed(Sample.outgoing), colour: false),
+      "12:00:01 #7 → ops-bot: deploy finished")
   }
 
-  func testColourMarksTimeRoomAndSender() {
+  func testColourMarksTimeRoomAndSender() throws {
     XCTAssertEqual(
-      Format.message(Sample.incoming, colour: true),
+      Format.message(try typed(Sample.incoming), colour: true),
       "\u{1B}[2m12:00:00\u{1B}[0m \u{1B}[36m#7\u{1B}[0m \u{1B}[1mbob\u{1B}[0m: hi")
   }
 
-  func testTheRoomComesFromTheEnvelopeWhenTheRecordHasNone() {
+  func testTheRoomComesFromTheEnvelopeWhenTheRecordHasNone() throws {
     let record = json(
       #"{"seq":1,"time":"2026-12-02T12:00:00Z","dir":"in","room":null,"type":"json","data":{"event":"message","data":{"room_id":"ops","message":"up","sender":"ci"}}}"#
     )
-    XCTAssertEqual(Format.message(record, colour: false), "12:00:00 #ops ci: up")
+    XCTAssertEqual(Format.message(try typed(record), colour: false), "12:00:00 #ops ci: up")
   }
 
-  func testAnEnvelopeWithoutASenderShowsTheTextAlone() {
+  func testAnEnvelopeWithoutASenderShowsTheTextAlone() throws {
     let record = json(
       #"{"seq":1,"time":"2026-12-02T12:00:00Z","dir":"in","room":7,"type":"json","data":{"event":"message","data":{"room_id":7,"message":42}}}"#
     )
-    XCTAssertEqual(Format.message(record, colour: false), "12:00:00 #7 42")
+    XCTAssertEqual(Format.message(try typed(record), colour: false), "12:00:00 #7 42")
   }
 
-  func testControlCharactersInMessagesAreShownEscaped() {
+  func testControlCharactersInMessagesAreShownEscaped() throws {
     let record = json(
       #"{"seq":1,"time":"2026-12-02T12:00:00Z","dir":"in","room":7,"type":"json","data":{"event":"message","data":{"room_id":7,"message":"two\nlines \u001b[31mred\u202e","sender":"m\tallory"}}}"#
     )
     XCTAssertEqual(
-      Format.message(record, colour: false),
+      Format.message(try typed(record), colour: false),
       #"12:00:00 #7 m\tallory: two\nlines \u{1b}[31mred\u{202e}"#)
   }
 
-  func testLocalTimeFollowsTheTimeZone() {
+  func testLocalTimeFollowsTheTimeZone() throws {
     let saved = getenv("TZ").map { String(cString: $0) }
     setenv("TZ", "UTC-2", 1)
     tzset()
@@ -64,12 +66,13 @@ final class MessageFormatTests: XCTestCase {
       tzset()
     }
     XCTAssertEqual(
-      Format.message(Sample.incoming, colour: false, time: .local), "14:00:00 #7 bob: hi")
+      Format.message(try typed(Sample.incoming), colour: false, time: .local), "14:00:00 #7 bob: hi"
+    )
   }
 
-  func testAnUnreadableTimeIsShownAsItIs() {
+  func testAnUnreadableTimeIsShownAsItIs() throws {
     let record = json(#"{"seq":1,"time":"noon","dir":"in","room":null,"type":"text","data":"x"}"#)
-    XCTAssertEqual(Format.message(record, colour: false), "noon - x")
+    XCTAssertEqual(Format.message(try typed(record), colour: false), "noon - x")
   }
 
   func testTheJSONOfARecordIsItsStoreLine() {

@@ -1,18 +1,20 @@
+import ChatLinkAPI
 import ChatLinkCommands
 import XCTest
 
 final class ReceiptFormatTests: XCTestCase {
-  func testAReceiptShowsStateIdAndOutbox() {
+  func testAReceiptShowsStateIdAndOutbox() throws {
     XCTAssertEqual(
-      Format.receipt(Sample.receipt, colour: false), "queued 5f1c9a2e0b7d4e31 (count 12)")
+      Format.receipt(try typed(Sample.receipt), colour: false), "queued 5f1c9a2e0b7d4e31 (count 12)"
+    )
     XCTAssertEqual(
-      Format.receipt(json(#"{"id":"a1","state":"confirmed","count":0}"#), colour: false),
+      Format.receipt(try typed(json(#"{"id":"a1","state":"confirmed","count":0}"#)), colour: false),
       "confirmed a1 (count 0)")
   }
 
-  func testAColouredReceiptMarksTheState() {
+  func testAColouredReceiptMarksTheState() throws {
     XCTAssertEqual(
-      Format.receipt(json(#"{"id":"a1","state":"confirmed","count":0}"#), colour: true),
+      Format.receipt(try typed(json(#"{"id":"a1","state":"confirmed","count":0}"#)), colour: true),
       "\u{1B}[32mconfirmed\u{1B}[0m \u{1B}[1ma1\u{1B}[0m (count 0)")
   }
 
@@ -21,12 +23,12 @@ final class ReceiptFormatTests: XCTestCase {
       Format.json(Sample.receipt), #"{"id":"5f1c9a2e0b7d4e31","state":"queued","count":12}"#)
   }
 
-  func testTheSendSummaryCountsMessagesAndShowsTheOutbox() {
+  func testTheSendSummaryCountsMessagesAndShowsTheOutbox() throws {
     XCTAssertEqual(
-      Format.sendSummary(count: 1000, last: Sample.receipt, colour: false),
+      Format.sendSummary(count: 1000, last: try typed(Sample.receipt), colour: false),
       "queued 1000 messages; the last is 5f1c9a2e0b7d4e31 (count 12)")
     XCTAssertEqual(
-      Format.sendSummary(count: 1, last: Sample.receipt, colour: false),
+      Format.sendSummary(count: 1, last: try typed(Sample.receipt), colour: false),
       "queued 1 message; the last is 5f1c9a2e0b7d4e31 (count 12)")
     XCTAssertEqual(
       Format.sendSummary(count: 0, last: nil, colour: false),

@@ -1,10 +1,11 @@
+import ChatLinkAPI
 import ChatLinkCommands
 import XCTest
 
 final class StatusFormatTests: XCTestCase {
-  func testAConnectedStatusIsAnAlignedKeyValueBlock() {
+  func testAConnectedStatusIsAnAlignedKeyValueBlock() throws {
     XCTAssertEqual(
-      Format.status(Sample.openStatus, colour: false),
+      Format.status(try typed(Sample.openStatus), colour: false),
       """
            State: open
           Status: Connected to ws://127.0.0.1:8765/ (2 rooms) · 12 in, 3 out · outbox 0
@@ -22,9 +23,9 @@ final class StatusFormatTests: XCTestCase {
       """)
   }
 
-  func testAWaitingStatusShowsTheRetryAndTheErrors() {
+  func testAWaitingStatusShowsTheRetryAndTheErrors() throws {
     XCTAssertEqual(
-      Format.status(Sample.waitingStatus, colour: false),
+      Format.status(try typed(Sample.waitingStatus), colour: false),
       """
             State: waiting
            Status: Reconnecting to ws://127.0.0.1:8765/ in 2.5 s · 12 in, 3 out · outbox 1 · last error: connection refused
@@ -44,17 +45,17 @@ final class StatusFormatTests: XCTestCase {
       """)
   }
 
-  func testColourMarksTheStateAndTheErrors() {
-    let open = Format.status(Sample.openStatus, colour: true)
+  func testColourMarksTheStateAndTheErrors() throws {
+    let open = Format.status(try typed(Sample.openStatus), colour: true)
     XCTAssertTrue(open.hasPrefix("     State: \u{1B}[32mopen\u{1B}[0m\n"), open)
-    let waiting = Format.status(Sample.waitingStatus, colour: true)
+    let waiting = Format.status(try typed(Sample.waitingStatus), colour: true)
     XCTAssertTrue(waiting.contains("State: \u{1B}[31mwaiting\u{1B}[0m\n"), waiting)
     XCTAssertTrue(waiting.contains("Last error: \u{1B}[31mconnection refused\u{1B}[0m\n"))
     XCTAssertTrue(waiting.contains("Store error: \u{1B}[31;1mNo space left on device\u{1B}[0m\n"))
   }
 
-  func testWithoutColourThereAreNoEscapeSequences() {
-    XCTAssertFalse(Format.status(Sample.waitingStatus, colour: false).contains("\u{1B}"))
+  func testWithoutColourThereAreNoEscapeSequences() throws {
+    XCTAssertFalse(Format.status(try typed(Sample.waitingStatus), colour: false).contains("\u{1B}"))
   }
 
   func testTheJSONStatusIsTheGetStatusObjectOnOneLine() {
@@ -65,17 +66,18 @@ final class StatusFormatTests: XCTestCase {
       line.hasSuffix(#""store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#))
   }
 
-  func testAWatchLineShowsTheTimeTheStateAndTheStatusLine() {
+  func testAWatchLineShowsTheTimeTheStateAndTheStatusLine() throws {
     XCTAssertEqual(
-      Format.statusChange(Sample.openStatus, at: 1_796_212_805_000_000, colour: false),
+      Format.statusChange(try typed(Sample.openStatus), at: 1_796_212_805_000_000, colour: false),
       "12:00:05 open       Connected to ws://127.0.0.1:8765/ (2 rooms) · 12 in, 3 out · outbox 0")
     XCTAssertEqual(
       Format.watchFailure("cannot connect", at: 1_796_212_805_000_000, colour: false),
       "12:00:05 down       cannot connect")
   }
 
-  func testAStatusFromAHostileDaemonCannotDriveTheTerminal() {
-    let status = json(#"{"state":"open","text":"evil \u001b[2J\nsecond line"}"#)
+  func testAStatusFromAHostileDaemonCannotDriveTheTerminal() throws {
+    var status: DaemonStatus = try typed(Sample.openStatus)
+    status.text = "evil \u{1B}[2J\nsecond line"
     XCTAssertTrue(
       Format.status(status, colour: false).contains(#"Status: evil \u{1b}[2J\nsecond line"#))
   }

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkCommands
 import Foundation
 @preconcurrency import Glibc
@@ -54,6 +55,13 @@ func json(_ text: String, file: StaticString = #filePath, line: UInt = #line) ->
     XCTFail("bad JSON in test: \(text)", file: file, line: line)
     return .null
   }
+}
+
+/// Reads a typed value of the contract from JSON written in a test (or a sample).
+func typed<Value: JSONRepresentable>(
+  _ value: JSONValue, as type: Value.Type = Value.self
+) throws -> Value {
+  try Value(json: value)
 }
 
 /// A path nothing listens on.

@@ -82,17 +82,4 @@ final class VarlinkCodecTests: XCTestCase {
       XCTAssertFalse(error.description.isEmpty)
     }
   }
-
-  func testTheInterfaceDescriptionNamesEveryMethodAndError() {
-    for method in [
-      "GetStatus", "Send", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect",
-      "Ping",
-    ] {
-      XCTAssertTrue(ChatLinkInterface.description.contains("method \(method)("), method)
-    }
-    for error in ["NotConnected", "OutboxFull", "StorageFailed", "InvalidParameter"] {
-      XCTAssertTrue(ChatLinkInterface.description.contains("error \(error) "), error)
-    }
-    XCTAssertTrue(ChatLinkInterface.description.contains("interface io.chatlink.Daemon\n"))
-  }
 }

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import JSON
 
 extension Format {
@@ -10,44 +11,34 @@ extension Format {
   ///     12:00:10 status: Reconnecting to ws://… in 1.2 s
   ///
   /// Messages use the stored record's own time; other events the event's time.
-  public static func event(_ event: JSONValue, colour: Bool, time: TimeDisplay = .utc) -> String {
+  public static func event(_ event: DaemonEvent, colour: Bool, time: TimeDisplay = .utc) -> String {
     let paint = Painter(enabled: colour)
-    let name = event["event"]?.stringValue ?? ""
-    func field(_ key: String) -> String? {
-      guard let value = event[key], !value.isNull else { return nil }
-      return printable(value.stringValue ?? value.description)
-    }
-    if name == "message", let record = event["record"], record.objectValue != nil {
+    var clock: String { paint(timeText(event.time, clock: .time, time: time), .dim) + " " }
+    switch event {
+    case .message(_, let record, _):
       return message(record, colour: colour, clock: .time, time: time)
-    }
-    let clock = paint(timeText(event["time"], clock: .time, time: time), .dim) + " "
-    switch name {
-    case "connected":
+    case .connected(_, let subprotocol, let extensions):
       var agreed: [String] = []
-      if let subprotocol = field("subprotocol") { agreed.append("subprotocol \(subprotocol)") }
-      if let extensions = field("extensions") { agreed.append("extensions \(extensions)") }
+      if let subprotocol { agreed.append("subprotocol \(printable(subprotocol))") }
+      if let extensions { agreed.append("extensions \(printable(extensions))") }
       let detail = agreed.isEmpty ? "" : " (" + agreed.joined(separator: ", ") + ")"
       return clock + paint("connected", .green, .bold) + detail
-    case "disconnected":
+    case .disconnected(_, let reason, let code):
       var text = paint("disconnected", .yellow, .bold)
-      if let code = field("code") { text += " (\(code))" }
-      if let reason = field("reason"), !reason.isEmpty { text += ": " + reason }
+      if let code { text += " (\(code))" }
+      if !reason.isEmpty { text += ": " + printable(reason) }
       return clock + text
-    case "sent", "confirmed":
-      var text = paint(name, .dim) + " " + (field("id") ?? "?")
-      if let room = event["room"], !room.isNull { text += " " + paint(roomLabel(room), .cyan) }
+    case .sent(_, let id, let room), .confirmed(_, let id, let room):
+      var text = paint(event.name, .dim) + " " + printable(id)
+      if let room { text += " " + paint(roomLabel(.string(room)), .cyan) }
       return clock + text
-    case "error":
-      return clock + paint("error", .red, .bold) + ": " + paint(field("text") ?? "", .red)
-    case "status":
-      return clock + paint("status", .dim) + ": " + (field("text") ?? "")
-    default:
-      var rest = event
-      if case .object(let members) = event {
-        rest = .object(members.filter { $0.key != "event" && $0.key != "time" })
-      }
+    case .error(_, let text):
+      return clock + paint("error", .red, .bold) + ": " + paint(printable(text), .red)
+    case .status(_, let text):
+      return clock + paint("status", .dim) + ": " + printable(text)
+    case .unknown(let name, _, let fields):
       return clock + paint(printable(name.isEmpty ? "event" : name), .magenta) + " "
-        + printable(rest.description)
+        + printable(fields.description)
     }
   }
 }

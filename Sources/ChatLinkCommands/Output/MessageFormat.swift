@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import JSON
 
 extension Format {
@@ -19,10 +20,10 @@ extension Format {
     var isEnvelope: Bool
   }
 
-  static func parts(of record: JSONValue) -> MessageParts {
-    let data = record["data"] ?? .null
-    var room = roomLabel(record["room"])
-    let outgoing = record["dir"]?.stringValue == "out"
+  static func parts(of record: StoredRecord) -> MessageParts {
+    let data = record.data
+    var room = roomLabel(record.room)
+    let outgoing = record.direction == .outbound
     if data["event"]?.stringValue != nil, let inner = data["data"], let message = inner["message"] {
       if room == "-" { room = roomLabel(inner["room_id"]) }
       let sender = inner["sender"].flatMap { $0.isNull ? nil : ($0.stringValue ?? $0.description) }
@@ -31,8 +32,8 @@ extension Format {
         text: printable(message.stringValue ?? message.description), isEnvelope: true)
     }
     let text: String
-    switch record["type"]?.stringValue {
-    case "binary":
+    switch record.type {
+    case .binary:
       let base64 = data.stringValue ?? ""
       let padding = base64.reversed().prefix { $0 == "=" }.count
       let size = base64.count / 4 * 3 - padding
@@ -56,17 +57,17 @@ extension Format {
   ///
   /// `seqWidth` (history) puts the right-aligned seq first; `roomWidth` pads the room column.
   public static func message(
-    _ record: JSONValue, colour: Bool, clock: Clock = .time, time: TimeDisplay = .utc,
+    _ record: StoredRecord, colour: Bool, clock: Clock = .time, time: TimeDisplay = .utc,
     seqWidth: Int? = nil, roomWidth: Int = 0
   ) -> String {
     let paint = Painter(enabled: colour)
     let parts = parts(of: record)
     var line = ""
     if let seqWidth {
-      line += paint(padLeft(record["seq"]?.intValue.map { String($0) } ?? "?", seqWidth), .dim)
+      line += paint(padLeft(String(record.seq), seqWidth), .dim)
       line += " "
     }
-    line += paint(timeText(record["time"], clock: clock, time: time), .dim) + " "
+    line += paint(timeText(record.time, clock: clock, time: time), .dim) + " "
     line += paint(padRight(parts.room, roomWidth), .cyan) + " "
     if parts.outgoing { line += paint("→", .green) + " " }
     if let sender = parts.sender {
@@ -78,10 +79,10 @@ extension Format {
   }
 
   /// `chatlinkctl history`: one line per record, seq and room columns aligned across records.
-  public static func history(_ records: [JSONValue], colour: Bool, time: TimeDisplay = .utc)
+  public static func history(_ records: [StoredRecord], colour: Bool, time: TimeDisplay = .utc)
     -> [String]
   {
-    let seqWidth = records.map { ($0["seq"]?.intValue.map { String($0) } ?? "?").count }.max() ?? 1
+    let seqWidth = records.map { String($0.seq).count }.max() ?? 1
     let roomWidth = records.map { parts(of: $0).room.count }.max() ?? 1
     return records.map {
       message(
@@ -91,8 +92,7 @@ extension Format {
   }
 
   /// An RFC 3339 time as the clock shows it; unreadable times are shown as they are.
-  static func timeText(_ value: JSONValue?, clock: Clock, time: TimeDisplay) -> String {
-    guard let text = value?.stringValue else { return clock == .time ? "--:--:--" : "-" }
+  static func timeText(_ text: String, clock: Clock, time: TimeDisplay) -> String {
     guard let instant = RFC3339Time(parsing: text) else { return printable(text) }
     let (date, hms) = instant.dateAndTime(in: time)
     return clock == .time ? hms : "\(date) \(hms)"

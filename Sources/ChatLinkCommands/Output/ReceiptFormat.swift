@@ -1,30 +1,28 @@
+import ChatLinkAPI
 import JSON
 
 extension Format {
   /// One Send answer: `queued 5f1c9a2e0b7d4e31 (count 12)`; the count is the message's
   /// outbox counter (monotonic, sent as the envelope's `count`).
-  public static func receipt(_ receipt: JSONValue, colour: Bool) -> String {
+  public static func receipt(_ receipt: SendReceipt, colour: Bool) -> String {
     let paint = Painter(enabled: colour)
-    let state = printable(receipt["state"]?.stringValue ?? "queued")
-    let id = printable(receipt["id"]?.stringValue ?? "?")
-    let count = receipt["count"]?.intValue ?? 0
     let style: Painter.Style =
-      switch state {
-      case "confirmed": .green
-      case "sent": .cyan
+      switch receipt.state {
+      case .confirmed: .green
+      case .sent: .cyan
       default: .yellow
       }
-    return paint(state, style) + " " + paint(id, .bold) + " (count \(count))"
+    return paint(printable(receipt.state.rawValue), style) + " "
+      + paint(printable(receipt.id), .bold) + " (count \(receipt.count))"
   }
 
   /// The summary of `send -`: `queued 1000 messages; the last is 5f1c9a2e0b7d4e31 (count 1000)`.
-  public static func sendSummary(count: Int, last: JSONValue?, colour: Bool) -> String {
+  public static func sendSummary(count: Int, last: SendReceipt?, colour: Bool) -> String {
     let paint = Painter(enabled: colour)
     guard count > 0 else { return "no messages: standard input had no lines" }
     var text = paint("queued", .yellow) + " " + plural(count, "message")
-    if let last, let id = last["id"]?.stringValue {
-      text += "; the last is " + paint(printable(id), .bold)
-      if let counter = last["count"]?.intValue { text += " (count \(counter))" }
+    if let last {
+      text += "; the last is " + paint(printable(last.id), .bold) + " (count \(last.count))"
     }
     return text
   }
@@ -36,11 +34,11 @@ extension Format {
 
   /// The --json line of `rooms`: `{"rooms":["7","ops"]}`.
   public static func roomsObject(_ rooms: [String]) -> JSONValue {
-    .object(["rooms": .array(rooms.map(JSONValue.string))])
+    ListRoomsReply(rooms: rooms).json
   }
 
   /// The --json line of `ping`: `{"rtt_ms":1.234}`.
   public static func pingObject(milliseconds: Double) -> JSONValue {
-    .object(["rtt_ms": .double(milliseconds)])
+    PingReply(rttMs: milliseconds).json
   }
 }

@@ -1,42 +1,36 @@
+import ChatLinkAPI
 import JSON
 
 extension Format {
-  /// `chatlinkctl status`: an aligned key/value block of the GetStatus `status` object, keys
+  /// `chatlinkctl status`: an aligned key/value block of the GetStatus status, keys
   /// right-aligned as `systemctl status` does. Optional fields appear only when set.
-  public static func status(_ status: JSONValue, colour: Bool) -> String {
+  public static func status(_ status: DaemonStatus, colour: Bool) -> String {
     let paint = Painter(enabled: colour)
-    func string(_ key: String) -> String? {
-      guard let value = status[key], !value.isNull else { return nil }
-      return printable(value.stringValue ?? value.description)
-    }
-    func count(_ key: String) -> String { status[key]?.intValue.map { String($0) } ?? "0" }
-
-    let state = string("state") ?? "unknown"
+    let state = printable(status.state.rawValue)
     var rows: [(key: String, value: String)] = [
-      ("State", paint(state, stateStyle(state, failing: string("last_error") != nil))),
-      ("Status", string("text") ?? ""),
-      ("URL", string("url") ?? ""),
+      ("State", paint(state, stateStyle(status.state, failing: status.lastError != nil))),
+      ("Status", printable(status.text)),
+      ("URL", printable(status.url)),
+      (
+        "Rooms", status.rooms.isEmpty ? "none" : status.rooms.map(printable).joined(separator: ", ")
+      ),
     ]
-    let rooms = status["rooms"]?.arrayValue?.map { printable($0.stringValue ?? $0.description) }
-    rows.append(("Rooms", rooms.map { $0.isEmpty ? "none" : $0.joined(separator: ", ") } ?? "none"))
-    if let subprotocol = string("subprotocol") { rows.append(("Subprotocol", subprotocol)) }
-    if let extensions = string("extensions") { rows.append(("Extensions", extensions)) }
-    if let retry = status["retry_in"]?.doubleValue {
-      rows.append(("Retry in", fixed(retry, 1) + " s"))
-    }
-    if let error = string("last_error") { rows.append(("Last error", paint(error, .red))) }
-    if let error = string("store_error") {
-      rows.append(("Store error", paint(error, .red, .bold)))
+    if let subprotocol = status.subprotocol { rows.append(("Subprotocol", printable(subprotocol))) }
+    if let extensions = status.extensions { rows.append(("Extensions", printable(extensions))) }
+    if let retry = status.retryIn { rows.append(("Retry in", fixed(retry, 1) + " s")) }
+    if let error = status.lastError { rows.append(("Last error", paint(printable(error), .red))) }
+    if let error = status.storeError {
+      rows.append(("Store error", paint(printable(error), .red, .bold)))
     }
     rows += [
-      ("Received", count("received")),
-      ("Sent", count("sent")),
-      ("Confirmed", count("confirmed")),
-      ("Outbox", count("outbox")),
-      ("Connects", count("connects")),
-      ("Last seq", "\(count("last_seq")) (durable \(count("durable_seq")))"),
-      ("Store", string("store_path") ?? ""),
-      ("Version", string("version") ?? ""),
+      ("Received", String(status.received)),
+      ("Sent", String(status.sent)),
+      ("Confirmed", String(status.confirmed)),
+      ("Outbox", String(status.outbox)),
+      ("Connects", String(status.connects)),
+      ("Last seq", "\(status.lastSeq) (durable \(status.durableSeq))"),
+      ("Store", printable(status.storePath)),
+      ("Version", printable(status.version)),
     ]
     let width = rows.map(\.key.count).max() ?? 0
     return rows.map { padLeft($0.key, width) + ": " + $0.value }.joined(separator: "\n")
@@ -44,15 +38,14 @@ extension Format {
 
   /// One line of `status --watch`: the local time of the poll, the state and the status text.
   public static func statusChange(
-    _ status: JSONValue, at microseconds: Int64, colour: Bool, time: TimeDisplay = .utc
+    _ status: DaemonStatus, at microseconds: Int64, colour: Bool, time: TimeDisplay = .utc
   ) -> String {
     let paint = Painter(enabled: colour)
-    let state = printable(status["state"]?.stringValue ?? "unknown")
-    let failing = status["last_error"].map { !$0.isNull } ?? false
+    let state = printable(status.state.rawValue)
     let clock = clockText(microseconds: microseconds, time: time)
     return paint(clock, .dim) + " "
-      + paint(padRight(state, 10), stateStyle(state, failing: failing)) + " "
-      + printable(status["text"]?.stringValue ?? "")
+      + paint(padRight(state, 10), stateStyle(status.state, failing: status.lastError != nil))
+      + " " + printable(status.text)
   }
 
   /// One line of `status --watch` when the daemon cannot be reached.
@@ -70,11 +63,11 @@ extension Format {
     return RFC3339Time(seconds: seconds).dateAndTime(in: time).time
   }
 
-  private static func stateStyle(_ state: String, failing: Bool) -> Painter.Style {
+  private static func stateStyle(_ state: DaemonState, failing: Bool) -> Painter.Style {
     switch state {
-    case "open": .green
-    case "waiting": failing ? .red : .yellow
-    case "connecting", "tls", "upgrading", "closing": .yellow
+    case .open: .green
+    case .waiting: failing ? .red : .yellow
+    case .connecting, .tls, .upgrading, .closing: .yellow
     default: .dim
     }
   }

@@ -1,3 +1,5 @@
+import ChatLinkAPI
+
 /// `chatlinkctl follow [--room R]`.
 public struct FollowCommand: ParsableCommand {
   public static var configuration: CommandConfiguration {
@@ -24,11 +26,11 @@ public struct FollowCommand: ParsableCommand {
   public mutating func run(_ context: CommandContext) throws {
     let client = try globals.connect(context)
     let json = globals.json
-    try client.subscribe(room: room) { event in
+    try client.subscribe(SubscribeParameters(room: room)) { event in
       context.write(
         json
           ? Format.json(event.json)
-          : Format.event(event.json, colour: context.colour, time: context.timeDisplay))
+          : Format.event(event.value, colour: context.colour, time: context.timeDisplay))
       context.output.flush()
       return true
     }

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkClient
 
 /// `chatlinkctl history [--room R] [--since SEQ|TIME] [--limit N]`.
@@ -37,11 +38,14 @@ public struct HistoryCommand: ParsableCommand {
 
   public mutating func run(_ context: CommandContext) throws {
     let records = try globals.connect(context).history(
-      room: room, sinceSeq: since?.seq, sinceTime: since?.time?.utcText, limit: limit)
+      HistoryParameters(
+        room: room, sinceSeq: since?.seq, sinceTime: since?.time?.utcText, limit: limit))
     if globals.json {
-      for record in records { context.write(Format.json(record)) }
+      for record in records { context.write(Format.json(record.json)) }
     } else {
-      for line in Format.history(records, colour: context.colour, time: context.timeDisplay) {
+      let lines = Format.history(
+        records.map(\.value), colour: context.colour, time: context.timeDisplay)
+      for line in lines {
         context.write(line)
       }
     }

@@ -1,5 +1,5 @@
+import ChatLinkAPI
 import ChatLinkClient
-import JSON
 
 /// `chatlinkctl send [--room R] [--wait] [--id ID] TEXT|-`.
 public struct SendCommand: ParsableCommand {
@@ -47,19 +47,19 @@ public struct SendCommand: ParsableCommand {
   public mutating func run(_ context: CommandContext) throws {
     let client = try globals.connect(context)
     guard text == "-" else {
-      let receipt = try client.send(room: room, text: text, id: id, wait: wait)
+      let receipt = try client.send(SendParameters(room: room, text: text, id: id), wait: wait)
       context.write(
         globals.json
-          ? Format.json(receipt.json) : Format.receipt(receipt.json, colour: context.colour))
+          ? Format.json(receipt.json) : Format.receipt(receipt.value, colour: context.colour))
       return
     }
     var count = 0
-    var last: JSONValue?
+    var last: SendReceipt?
     let json = globals.json
     do {
       try client.sendMany(InputLines(read: context.readLine), room: room) { receipt in
         count += 1
-        last = receipt.json
+        last = receipt
         if json { context.write(Format.json(receipt.json)) }
       }
     } catch {

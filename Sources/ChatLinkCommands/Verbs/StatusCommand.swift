@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkClient
 @preconcurrency import Glibc
 
@@ -28,8 +29,8 @@ public struct StatusCommand: ParsableCommand {
     guard watch else {
       let status = try client.status()
       context.write(
-        globals.json ? Format.json(status.json) : Format.status(status.json, colour: context.colour)
-      )
+        globals.json
+          ? Format.json(status.json) : Format.status(status.value, colour: context.colour))
       return
     }
     try watch(from: client, context)
@@ -37,7 +38,7 @@ public struct StatusCommand: ParsableCommand {
 
   private func watch(from first: ChatLinkClient, _ context: CommandContext) throws(ClientError) {
     var client: ChatLinkClient? = first
-    var last: (state: String, text: String)?
+    var last: (state: DaemonState, text: String)?
     var lastFailure: String?
     repeat {
       do throws(ClientError) {
@@ -54,7 +55,7 @@ public struct StatusCommand: ParsableCommand {
             globals.json
               ? Format.json(status.json)
               : Format.statusChange(
-                status.json, at: context.now(), colour: context.colour, time: context.timeDisplay))
+                status.value, at: context.now(), colour: context.colour, time: context.timeDisplay))
           context.output.flush()
           last = (status.state, status.text)
           lastFailure = nil

@@ -20,10 +20,12 @@ public final class ControlServer {
   let loop: EventLoop
   private var listener: UnixListener?
   private var connections: [ObjectIdentifier: ControlConnection] = [:]
-  private let trustedGroup: UInt32?
   private let logger: Logger
   /// Dispatches calls; set before the loop runs.
   public var service: ControlService?
+  /// What a peer may do, from its credentials (nil when the kernel gave none). Tests replace
+  /// it to be served as an outsider without switching users.
+  var access: (PeerCredentials?) -> ControlConnection.Access
 
   /// Serves `path` (mode and group from [Control]) or, under socket activation, the socket
   /// systemd passed.
@@ -33,7 +35,10 @@ public final class ControlServer {
   ) throws(SystemError) {
     self.loop = loop
     self.logger = logger
-    trustedGroup = UnixListener.groupID(named: groupName)
+    let trustedGroup = UnixListener.groupID(named: groupName)
+    access = { credentials in
+      credentials?.isTrusted(group: trustedGroup) == true ? .full : .readOnly
+    }
     if trustedGroup == nil {
       logger.notice(
         "socket group does not exist; only root and our own user may connect", ["group": groupName])
@@ -83,9 +88,7 @@ public final class ControlServer {
       stream.close()
       return
     }
-    let access: ControlConnection.Access =
-      credentials?.isTrusted(group: trustedGroup) == true ? .full : .readOnly
-    let connection = ControlConnection(server: self, stream: stream, access: access)
+    let connection = ControlConnection(server: self, stream: stream, access: access(credentials))
     connections[ObjectIdentifier(connection)] = connection
   }
 

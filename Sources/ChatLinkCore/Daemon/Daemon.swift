@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import EventLoop
 @preconcurrency import Glibc
 import LinkCore
@@ -43,7 +44,8 @@ public final class Daemon {
   private let notifier = ServiceNotifier()
   private let resolver: Resolver
   private let disk: BackgroundWorker
-  private var reader: BackgroundWorker?
+  /// Reads History off the loop (Daemon+Control.swift).
+  var reader: BackgroundWorker?
   public private(set) var control: ControlServer?
   public private(set) var service: ControlService?
   private var tlsContext: TLSContext?
@@ -202,17 +204,7 @@ public final class Daemon {
       }
       self.publishStatus()
     }
-    link.onInbound = { [unowned self] inbound, seq, time in
-      // Most of the time nobody follows: build nothing then.
-      guard let service = self.service, service.hasSubscribers else { return }
-      let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
-      service.publishMessage(
-        StoreRecord(
-          seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
-        scan: inbound.scan, room: room)
-    }
-    link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
-    link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
+    forwardLinkEvents()
     link.start()
     logger.info(
       "started",
@@ -220,7 +212,7 @@ public final class Daemon {
         "url": link.displayURL, "store": store.path, "last_seq": String(store.recovery.lastSeq),
         "outbox": String(outbox.pending.count),
       ])
-    notifier.ready(status: statusLine.text)
+    notifier.ready(status: status.text)
     trimTimer = try loop.makeTimer(accuracy: 100_000) { Self.releaseStartupMemory() }
     Self.releaseStartupMemory()
   }
@@ -243,27 +235,14 @@ public final class Daemon {
       loop: loop, path: configuration.controlSocket, mode: configuration.socketMode,
       groupName: configuration.socketGroup, inheritedFD: inherited, logger: logger)
     self.control = control
-    service = ControlService(
-      server: control, link: link, store: store, outbox: outbox, reader: reader,
-      hasRooms: configuration.chatProtocol == .envelope,
-      status: { [unowned self] in self.statusLine },
-      defaultRoom: { [unowned self] in self.configuration.rooms.first.flatMap(RoomID.init) })
+    service = ControlService(server: control, target: self)
     logger.info(
       "control socket ready",
       ["socket": inherited == nil ? configuration.controlSocket : "fd 3 (socket activation)"])
   }
 
-  /// The current status.
-  public var statusLine: StatusLine {
-    StatusLine(
-      state: link.state, url: link.displayURL, rooms: link.rooms.count,
-      received: link.counters.received, confirmed: link.counters.confirmed,
-      outbox: outbox.pending.count, lastError: link.lastError,
-      storeError: store.failure?.message)
-  }
-
   private func publishStatus() {
-    let text = statusLine.text
+    let text = status.text
     guard text != lastStatus else { return }
     lastStatus = text
     notifier.status(text)
@@ -276,7 +255,7 @@ public final class Daemon {
   public func reload() {
     notifier.reloading()
     logger.info("reloading configuration", ["path": options.configPath])
-    defer { notifier.ready(status: statusLine.text) }
+    defer { notifier.ready(status: status.text) }
     let new: Configuration
     let settings: BackendSettings
     let tls: TLSContext?

@@ -141,6 +141,13 @@ public final class MessageStore {
   /// The live file's path.
   public var path: String { log.path }
 
+  /// Every store file, newest first (messages.jsonl, .1, … up to MaxFiles), as History reads
+  /// them; the rotating log names them, so readers never rebuild its naming.
+  public var filePaths: [String] { (0..<log.maxFiles).map(log.path(generation:)) }
+
+  /// Where the room indexes of the store files are.
+  public var indexDirectory: String { options.directory + "/" + RoomIndex.directoryName }
+
   /// Bytes formatted but not yet written: grows when the disk is slow or full.
   public var backlogBytes: Int { buffer.count + inFlightBytes }
 

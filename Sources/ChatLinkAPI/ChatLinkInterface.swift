@@ -1,7 +1,10 @@
 /// The io.chatlink.Daemon interface, in Varlink's interface definition language.
 ///
-/// The daemon serves this text from org.varlink.service.GetInterfaceDescription, and the
-/// client library and tests are written against it.
+/// The daemon serves this text from org.varlink.service.GetInterfaceDescription. The Swift
+/// types of this target are the same contract typed (`DaemonMethod`, `DaemonStatus`,
+/// `DaemonEvent`, `DaemonError`, …); a unit test reads this text and fails when the two
+/// disagree, so a field added to one must be added to the other. (Fuzz/make_seed_corpus.py
+/// reads the text from this file too: keep it in the `description` literal.)
 public enum ChatLinkInterface {
   /// The interface name.
   public static let name = "io.chatlink.Daemon"
@@ -112,11 +115,30 @@ public enum ChatLinkInterface {
     error PermissionDenied ()
     """
 
+  /// The description of each interface the daemon serves, by interface name.
+  public static let descriptions = [
+    "org.varlink.service": serviceDescription,
+    name: description,
+  ]
+
+  /// Every method of io.chatlink.Daemon.
+  public static var methods: [any DaemonMethod.Type] {
+    [
+      GetStatusMethod.self, SendMethod.self, SendBatchMethod.self, JoinMethod.self,
+      LeaveMethod.self, ListRoomsMethod.self, HistoryMethod.self, SubscribeMethod.self,
+      ReconnectMethod.self, PingMethod.self,
+    ]
+  }
+
   /// Our error names.
   public enum Errors {
+    /// `NotConnected (state: string)`.
     public static let notConnected = "io.chatlink.Daemon.NotConnected"
+    /// `OutboxFull (limit: int)`.
     public static let outboxFull = "io.chatlink.Daemon.OutboxFull"
+    /// `StorageFailed (reason: string)`.
     public static let storageFailed = "io.chatlink.Daemon.StorageFailed"
+    /// `InvalidParameter (parameter: string, reason: string)`.
     public static let invalidParameter = "io.chatlink.Daemon.InvalidParameter"
   }
 }

@@ -1,0 +1,190 @@
+import JSON
+
+/// Where the backend connection is: `idle`, `connecting`, `tls`, `upgrading`, `open`,
+/// `closing` or `waiting`.
+///
+/// A string on the wire, and open-ended here: a client reads a state a newer daemon adds
+/// rather than failing on it.
+public struct DaemonState: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+  /// The name on the wire.
+  public var rawValue: String
+
+  /// A state by its wire name.
+  public init(rawValue: String) {
+    self.rawValue = rawValue
+  }
+
+  /// Not started, or stopped.
+  public static let idle = DaemonState(rawValue: "idle")
+  /// Resolving the host name and opening TCP.
+  public static let connecting = DaemonState(rawValue: "connecting")
+  /// Negotiating TLS.
+  public static let tls = DaemonState(rawValue: "tls")
+  /// Sent the upgrade request; waiting for 101.
+  public static let upgrading = DaemonState(rawValue: "upgrading")
+  /// Messages flow.
+  public static let open = DaemonState(rawValue: "open")
+  /// Closing handshake under way.
+  public static let closing = DaemonState(rawValue: "closing")
+  /// Waiting before the next attempt (`DaemonStatus.retryIn` says how long).
+  public static let waiting = DaemonState(rawValue: "waiting")
+
+  public var description: String { rawValue }
+}
+
+/// The daemon's state as GetStatus returns it (the IDL's `Status`), and the one-line text that
+/// systemd's STATUS=, the Subscribe status event and `chatlinkctl status` all show.
+public struct DaemonStatus: JSONRepresentable {
+  /// Where the backend connection is.
+  public var state: DaemonState
+  /// The human status line, as the daemon rendered it (`summary` of the fields it had).
+  public var text: String
+  /// The backend URL, without credentials.
+  public var url: String
+  /// The rooms joined, in join order.
+  public var rooms: [String]
+  /// The subprotocol the server agreed to, while connected.
+  public var subprotocol: String?
+  /// The extensions the server agreed to (permessage-deflate and its parameters).
+  public var extensions: String?
+  /// Seconds until the next connection attempt, while waiting.
+  public var retryIn: Double?
+  /// Why the last connection attempt or connection failed.
+  public var lastError: String?
+  /// Why the store cannot write, while it cannot.
+  public var storeError: String?
+  /// Messages received from the backend.
+  public var received: Int
+  /// Messages written to the backend.
+  public var sent: Int
+  /// Messages the backend confirmed.
+  public var confirmed: Int
+  /// Connections opened.
+  public var connects: Int
+  /// Messages in the outbox, not yet confirmed.
+  public var outbox: Int
+  /// The seq of the last stored record.
+  public var lastSeq: Int
+  /// The seq of the last record known to be on disk.
+  public var durableSeq: Int
+  /// The live store file.
+  public var storePath: String
+  /// The daemon's release.
+  public var version: String
+
+  /// A status from its fields; `text` defaults to their `summary`, as the daemon renders it.
+  public init(
+    state: DaemonState, text: String? = nil, url: String, rooms: [String],
+    subprotocol: String? = nil, extensions: String? = nil, retryIn: Double? = nil,
+    lastError: String? = nil, storeError: String? = nil, received: Int, sent: Int,
+    confirmed: Int, connects: Int, outbox: Int, lastSeq: Int, durableSeq: Int,
+    storePath: String, version: String
+  ) {
+    self.state = state
+    self.text = ""
+    self.url = url
+    self.rooms = rooms
+    self.subprotocol = subprotocol
+    self.extensions = extensions
+    self.retryIn = retryIn
+    self.lastError = lastError
+    self.storeError = storeError
+    self.received = received
+    self.sent = sent
+    self.confirmed = confirmed
+    self.connects = connects
+    self.outbox = outbox
+    self.lastSeq = lastSeq
+    self.durableSeq = durableSeq
+    self.storePath = storePath
+    self.version = version
+    self.text = text ?? summary
+  }
+
+  /// The one-line human status of these fields, e.g.
+  /// "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0".
+  ///
+  /// It says what `systemctl status` should: where the connection is, the traffic, the
+  /// backlog, and what is wrong (the store first: it is the one that loses data).
+  public var summary: String {
+    var head: String
+    switch state {
+    case .open: head = "Connected to \(url)"
+    case .connecting: head = "Connecting to \(url)"
+    case .tls: head = "TLS handshake with \(url)"
+    case .upgrading: head = "Upgrading to WebSocket at \(url)"
+    case .closing: head = "Closing the connection to \(url)"
+    case .idle: head = "Idle"
+    case .waiting: head = "Reconnecting to \(url) in \(Self.seconds(retryIn ?? 0)) s"
+    default: head = "\(state.rawValue) \(url)"
+    }
+    if !rooms.isEmpty { head += " (\(rooms.count) room\(rooms.count == 1 ? "" : "s"))" }
+    var text = "\(head) · \(received) in, \(confirmed) out · outbox \(outbox)"
+    if let storeError { text += " · STORE DEGRADED: \(storeError)" }
+    if let lastError, state != .open { text += " · last error: \(lastError)" }
+    return text
+  }
+
+  /// Seconds to one decimal, without a trailing ".0": "2.5", "3".
+  public static func seconds(_ value: Double) -> String {
+    let tenths = (value * 10).rounded() / 10
+    // A value from the wire may be anything; only a whole number that fits prints as one.
+    guard tenths.isFinite, abs(tenths) < 1e15 else { return String(value) }
+    return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
+  }
+
+  public init(json: JSONValue) throws(APIDecodingError) {
+    let object = try ObjectReader(json)
+    state = DaemonState(rawValue: try object.string("state"))
+    text = try object.string("text")
+    url = try object.string("url")
+    rooms = try object.strings("rooms")
+    subprotocol = try object.optionalString("subprotocol")
+    extensions = try object.optionalString("extensions")
+    retryIn = try object.optionalDouble("retry_in")
+    lastError = try object.optionalString("last_error")
+    storeError = try object.optionalString("store_error")
+    received = try object.int("received")
+    sent = try object.int("sent")
+    confirmed = try object.int("confirmed")
+    connects = try object.int("connects")
+    outbox = try object.int("outbox")
+    lastSeq = try object.int("last_seq")
+    durableSeq = try object.int("durable_seq")
+    storePath = try object.string("store_path")
+    version = try object.string("version")
+  }
+
+  /// The object, unset optional fields left out.
+  public var json: JSONValue {
+    .object([
+      "state": .string(state.rawValue), "text": .string(text), "url": .string(url),
+      "rooms": .array(rooms.map(JSONValue.string)),
+      "subprotocol": subprotocol.map(JSONValue.string),
+      "extensions": extensions.map(JSONValue.string), "retry_in": retryIn.map(JSONValue.double),
+      "last_error": lastError.map(JSONValue.string),
+      "store_error": storeError.map(JSONValue.string), "received": .int(Int64(received)),
+      "sent": .int(Int64(sent)), "confirmed": .int(Int64(confirmed)),
+      "connects": .int(Int64(connects)), "outbox": .int(Int64(outbox)),
+      "last_seq": .int(Int64(lastSeq)), "durable_seq": .int(Int64(durableSeq)),
+      "store_path": .string(storePath), "version": .string(version),
+    ])
+  }
+}
+
+/// GetStatus's reply: `(status: Status)`.
+public struct GetStatusReply: JSONRepresentable {
+  /// The daemon's status.
+  public var status: DaemonStatus
+
+  /// Creates the reply.
+  public init(status: DaemonStatus) {
+    self.status = status
+  }
+
+  public init(json: JSONValue) throws(APIDecodingError) {
+    status = try ObjectReader(json).decode("status")
+  }
+
+  public var json: JSONValue { .object([("status", status.json)]) }
+}

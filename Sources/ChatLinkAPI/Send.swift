@@ -1,0 +1,165 @@
+import JSON
+
+/// How far a sent message got: `queued` (durable in the outbox), `sent` (written to the
+/// backend) or `confirmed` (the backend has it).
+public struct SendState: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+  /// The name on the wire.
+  public var rawValue: String
+
+  /// A state by its wire name.
+  public init(rawValue: String) {
+    self.rawValue = rawValue
+  }
+
+  /// Durable in the outbox: it will be delivered.
+  public static let queued = SendState(rawValue: "queued")
+  /// Written to the backend, not yet confirmed.
+  public static let sent = SendState(rawValue: "sent")
+  /// The backend confirmed it: it leaves the outbox.
+  public static let confirmed = SendState(rawValue: "confirmed")
+
+  public var description: String { rawValue }
+}
+
+/// Send's parameters: `(room: ?string, text: string, id: ?string)`.
+public struct SendParameters: JSONRepresentable {
+  /// The room; nil for the daemon's default room (or for a protocol without rooms).
+  public var room: String?
+  /// The message, not empty.
+  public var text: String
+  /// The client message id; nil lets the daemon make one.
+  public var id: String?
+
+  /// Creates the parameters.
+  public init(room: String? = nil, text: String, id: String? = nil) {
+    self.room = room
+    self.text = text
+    self.id = id
+  }
+
+  /// Reads the parameters, refusing an empty text (there is nothing to send).
+  public init(json: JSONValue) throws(APIDecodingError) {
+    let object = try ObjectReader(json)
+    text = try object.string("text")
+    guard !text.isEmpty else { throw APIDecodingError(field: "text", reason: "is empty") }
+    id = try object.optionalString("id")
+    room = try object.optionalRoom("room")
+  }
+
+  public var json: JSONValue {
+    .object([
+      "room": room.map(JSONValue.string), "text": .string(text), "id": id.map(JSONValue.string),
+    ])
+  }
+}
+
+/// One answer to Send: `(id: string, state: string, count: int)`; with "more", one per state.
+public struct SendReceipt: JSONRepresentable {
+  /// The client message id.
+  public var id: String
+  /// How far the message got.
+  public var state: SendState
+  /// The outbox counter: monotonic, sent to the backend as the envelope's `count`.
+  public var count: Int
+
+  /// Creates a receipt.
+  public init(id: String, state: SendState, count: Int) {
+    self.id = id
+    self.state = state
+    self.count = count
+  }
+
+  public init(json: JSONValue) throws(APIDecodingError) {
+    let object = try ObjectReader(json)
+    id = try object.string("id")
+    state = SendState(rawValue: try object.string("state"))
+    count = try object.int("count")
+  }
+
+  public var json: JSONValue {
+    .object([
+      ("id", .string(id)), ("state", .string(state.rawValue)), ("count", .int(Int64(count))),
+    ])
+  }
+}
+
+/// SendBatch's parameters: `(room: ?string, texts: []string)`, 1 to `limit` texts, none
+/// empty: the batch is all or none, so one bad text refuses it whole.
+public struct SendBatchParameters: JSONRepresentable {
+  /// The most texts one call may carry.
+  public static let limit = 10_000
+
+  /// The room; nil for the daemon's default room.
+  public var room: String?
+  /// The messages, in order.
+  public var texts: [String]
+
+  /// Creates the parameters.
+  public init(room: String? = nil, texts: [String]) {
+    self.room = room
+    self.texts = texts
+  }
+
+  public init(json: JSONValue) throws(APIDecodingError) {
+    let object = try ObjectReader(json)
+    guard case .array(let values) = object.optional("texts") ?? .null else {
+      throw APIDecodingError(field: "texts", reason: "must be an array of strings")
+    }
+    guard (1...Self.limit).contains(values.count) else {
+      throw APIDecodingError(
+        field: "texts", reason: "must hold from 1 to \(Self.limit) messages")
+    }
+    var texts: [String] = []
+    texts.reserveCapacity(values.count)
+    for (index, value) in values.enumerated() {
+      guard case .string(let text) = value, !text.isEmpty else {
+        let what = value.stringValue == nil ? "not a string" : "empty"
+        throw APIDecodingError(field: "texts", reason: "message \(index) is \(what)")
+      }
+      texts.append(text)
+    }
+    self.texts = texts
+    room = try object.optionalRoom("room")
+  }
+
+  public var json: JSONValue {
+    .object(["room": room.map(JSONValue.string), "texts": .array(texts.map(JSONValue.string))])
+  }
+}
+
+/// SendBatch's reply: `(ids: []string, count: int, state: string)`. `ids[i]` is the i-th
+/// text's client id, and its outbox counter is `count + i`.
+public struct SendBatchReceipt: JSONRepresentable {
+  /// The client ids, in the order of the texts.
+  public var ids: [String]
+  /// The first message's outbox counter; the others follow it.
+  public var count: Int
+  /// How far the messages got: `queued`.
+  public var state: SendState
+
+  /// Creates a receipt.
+  public init(ids: [String], count: Int, state: SendState = .queued) {
+    self.ids = ids
+    self.count = count
+    self.state = state
+  }
+
+  public init(json: JSONValue) throws(APIDecodingError) {
+    let object = try ObjectReader(json)
+    ids = try object.strings("ids")
+    count = try object.int("count")
+    state = SendState(rawValue: try object.string("state"))
+  }
+
+  public var json: JSONValue {
+    .object([
+      ("ids", .array(ids.map(JSONValue.string))), ("count", .int(Int64(count))),
+      ("state", .string(state.rawValue)),
+    ])
+  }
+
+  /// One receipt per message, as Send would have answered each.
+  public var receipts: [SendReceipt] {
+    ids.enumerated().map { SendReceipt(id: $1, state: state, count: count + $0) }
+  }
+}

@@ -1,0 +1,88 @@
+import ChatLinkAPI
+import JSON
+import Varlink
+import WebSocket
+
+/// The Subscribe event feed, and the further replies of a Send called with "more".
+///
+/// The daemon calls these as things happen. Most of the time nobody follows: every one of them
+/// returns before building anything unless a client is listening.
+extension ControlService {
+  /// A stored inbound message, for subscribers.
+  public func publishMessage(_ record: StoreRecord, scan: PayloadScan, room: RoomID?) {
+    guard hasSubscribers else { return }
+    var line: [UInt8] = []
+    record.appendLine(to: &line, scan: scan)
+    line.removeLast()
+    // The store writes every line so that it parses; one that did not would be dropped here.
+    guard let value = try? JSONValue.parse(line), let stored = try? StoredRecord(json: value)
+    else { return }
+    publish(.message(time: Self.now, record: stored, room: room?.name), room: room)
+  }
+
+  /// An entry written to the backend.
+  public func publishSent(_ entry: OutboxEntry) {
+    if server.watchedSendCount > 0 { notifySend(entry, state: .sent) }
+    guard hasSubscribers else { return }
+    publish(.sent(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
+  }
+
+  /// Entries the backend confirmed: a burst of them may come at once.
+  public func publishConfirmed(_ entries: [OutboxEntry]) {
+    let watched = server.watchedSendCount > 0
+    let subscribed = hasSubscribers
+    guard watched || subscribed else { return }
+    for entry in entries {
+      if watched { notifySend(entry, state: .confirmed) }
+      guard subscribed else { continue }
+      publish(.confirmed(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
+    }
+  }
+
+  /// A connection opened.
+  public func publishConnected(_ result: ClientHandshake.Result?) {
+    guard hasSubscribers else { return }
+    publish(
+      .connected(
+        time: Self.now, subprotocol: result?.subprotocol,
+        extensions: result?.deflate.map(\.description)),
+      room: nil)
+  }
+
+  /// A connection ended.
+  public func publishDisconnected(reason: String, code: Int?) {
+    guard hasSubscribers else { return }
+    publish(.disconnected(time: Self.now, reason: reason, code: code), room: nil)
+  }
+
+  /// A problem (store failure, connection error).
+  public func publishError(_ text: String) {
+    guard hasSubscribers else { return }
+    publish(.error(time: Self.now, text: text), room: nil)
+  }
+
+  /// The status line changed.
+  public func publishStatus(_ text: String) {
+    guard hasSubscribers else { return }
+    publish(.status(time: Self.now, text: text), room: nil)
+  }
+
+  private func publish(_ event: DaemonEvent, room: RoomID?) {
+    let reply = VarlinkReply(parameters: SubscribeReply(event: event).json, continues: true)
+    for connection in server.all {
+      guard case .some(let filter) = connection.subscription else { continue }
+      // A room filter passes events of that room, and events about no room (connection).
+      if let filter, let room, filter != room { continue }
+      connection.push(reply)
+    }
+  }
+
+  /// The next reply of each Send with "more" that waits for `entry`; confirmed is the last.
+  private func notifySend(_ entry: OutboxEntry, state: SendState) {
+    for connection in server.all where connection.watchedSends[entry.id] != nil {
+      let receipt = SendReceipt(id: entry.id, state: state, count: Int(clamping: entry.count))
+      connection.pushReceipt(
+        VarlinkReply(parameters: receipt.json, continues: state != .confirmed), id: entry.id)
+    }
+  }
+}

@@ -1,0 +1,40 @@
+import ChatLinkAPI
+
+/// The replies of the send path, written straight to bytes: `chatlinkctl send -` streams
+/// messages by the hundred thousand, and a JSON tree per reply would cost more than the rest of
+/// the call. Each is the same JSON the typed reply encodes to (the tests compare them).
+extension ControlService {
+  /// Send's reply carrying `receipt`, NUL included: `SendReceipt.json` as a Varlink reply.
+  static func encodedReceipt(_ receipt: SendReceipt, continues: Bool) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(80 + receipt.id.utf8.count)
+    out.append(#"{"parameters":{"id":"# as StaticString)
+    out.appendJSONString(receipt.id)
+    out.append(#","state":"# as StaticString)
+    out.appendJSONString(receipt.state.rawValue)
+    out.append(#","count":"# as StaticString)
+    out.appendDecimal(UInt64(clamping: receipt.count))
+    out.append(continues ? #"},"continues":true}"# as StaticString : "}}" as StaticString)
+    out.append(0)
+    return out
+  }
+
+  /// SendBatch's reply, `{"ids":[…],"count":first,"state":"queued"}`, NUL included: the
+  /// messages' counts are consecutive, so the first one says them all.
+  static func encodedBatchReceipt(_ receipt: SendBatchReceipt) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(64 + receipt.ids.count * 19)
+    out.append(#"{"parameters":{"ids":["# as StaticString)
+    for (offset, id) in receipt.ids.enumerated() {
+      if offset > 0 { out.append(UInt8(ascii: ",")) }
+      out.appendJSONString(id)
+    }
+    out.append(#"],"count":"# as StaticString)
+    out.appendDecimal(UInt64(clamping: receipt.count))
+    out.append(#","state":"# as StaticString)
+    out.appendJSONString(receipt.state.rawValue)
+    out.append("}}" as StaticString)
+    out.append(0)
+    return out
+  }
+}

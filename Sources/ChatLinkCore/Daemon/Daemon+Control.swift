@@ -1,0 +1,136 @@
+import ChatLinkAPI
+import EventLoop
+import LinkCore
+import Varlink
+
+/// The daemon as the control socket sees it (`ControlTarget`), and the link's events
+/// forwarded to the control socket's subscribers.
+///
+/// Everything the control socket needs from the backend link, the store and the outbox is in
+/// this file: when their APIs change, this is the file to follow them.
+extension Daemon: ControlTarget {
+  public var status: DaemonStatus {
+    var retryIn: Double?
+    if case .waiting(let delay) = link.state { retryIn = delay.inSeconds }
+    let counters = link.counters
+    return DaemonStatus(
+      state: DaemonState(rawValue: link.state.name), url: link.displayURL,
+      rooms: link.rooms.map(\.name), subprotocol: link.negotiated?.subprotocol,
+      extensions: link.negotiated?.deflate.map(\.description), retryIn: retryIn,
+      lastError: link.lastError, storeError: store.failure?.message,
+      received: counters.received, sent: counters.sent, confirmed: counters.confirmed,
+      connects: counters.connects, outbox: outbox.pending.count,
+      lastSeq: Int(clamping: store.lastSeq), durableSeq: Int(clamping: store.durableSeq),
+      storePath: store.path, version: ChatLinkVersion.current)
+  }
+
+  public var rooms: [String] { link.rooms.map(\.name) }
+
+  public var hasRooms: Bool { link.hasRooms }
+
+  public var defaultRoom: RoomID? { configuration.rooms.first.flatMap(RoomID.init) }
+
+  public var storeFailure: String? { store.failure?.message }
+
+  public func join(_ room: RoomID) {
+    link.join(room)
+  }
+
+  public func leave(_ room: RoomID) {
+    link.leave(room)
+  }
+
+  public func reconnect(reason: String) {
+    link.reconnect(reason: reason)
+  }
+
+  public func ping(completion: @escaping (Result<Duration, DaemonError>) -> Void) {
+    link.ping { [unowned self] result in
+      completion(result.mapError { _ in .notConnected(state: self.connectionState) })
+    }
+  }
+
+  public func enqueue(
+    room: RoomID?, text: String, id: String?,
+    completion: @escaping (Result<SendReceipt, DaemonError>) -> Void
+  ) {
+    outbox.enqueue(room: room, text: text, id: id) { result in
+      switch result {
+      case .success(let entry):
+        completion(
+          .success(SendReceipt(id: entry.id, state: .queued, count: Int(clamping: entry.count))))
+      case .failure(let error):
+        completion(.failure(Self.daemonError(error)))
+      }
+    }
+  }
+
+  public func enqueue(
+    room: RoomID?, texts: [String],
+    completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void
+  ) {
+    outbox.enqueue(room: room, texts: texts) { result in
+      switch result {
+      case .success(let entries):
+        let first = Int(clamping: entries.first?.count ?? 0)
+        completion(.success(SendBatchReceipt(ids: entries.map(\.id), count: first)))
+      case .failure(let error):
+        completion(.failure(Self.daemonError(error)))
+      }
+    }
+  }
+
+  public func history(
+    _ query: HistoryQuery, completion: @escaping (Result<[StoredRecord], DaemonError>) -> Void
+  ) {
+    guard let reader else {
+      return completion(.failure(.storageFailed(reason: "the store reader is not running")))
+    }
+    let paths = store.filePaths
+    let indexDirectory = store.indexDirectory
+    reader.submit(
+      {
+        // Parsed on the reader thread too: the loop only encodes the reply.
+        HistoryReader.read(paths: paths, query: query, indexDirectory: indexDirectory)
+          .map(Self.records(of:))
+      },
+      completion: { result in
+        completion(result.mapError { .storageFailed(reason: $0.description) })
+      })
+  }
+
+  /// The records of store lines; a line that does not read as one is left out.
+  private static func records(of lines: [[UInt8]]) -> [StoredRecord] {
+    lines.compactMap { line in
+      guard let value = try? JSONValue.parse(line) else { return nil }
+      return try? StoredRecord(json: value)
+    }
+  }
+
+  private var connectionState: DaemonState { DaemonState(rawValue: link.state.name) }
+
+  private static func daemonError(_ error: OutboxError) -> DaemonError {
+    switch error {
+    case .full(let limit): .outboxFull(limit: limit)
+    case .invalidID: .invalidParameter(parameter: "id", reason: error.description)
+    case .invalidRoom(let room):
+      .invalidParameter(parameter: "room", reason: "invalid room '\(room)'")
+    case .storageFailed(let failure): .storageFailed(reason: failure.message)
+    }
+  }
+
+  /// Hands what the link reports to the control socket's subscribers and watched sends.
+  func forwardLinkEvents() {
+    link.onInbound = { [unowned self] inbound, seq, time in
+      // Most of the time nobody follows: build nothing then.
+      guard let service = self.service, service.hasSubscribers else { return }
+      let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
+      service.publishMessage(
+        StoreRecord(
+          seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
+        scan: inbound.scan, room: room)
+    }
+    link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
+    link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
+  }
+}

@@ -1,0 +1,105 @@
+import ChatLinkAPI
+import JSON
+import XCTest
+
+final class DaemonStatusTests: XCTestCase {
+  private func status(_ state: DaemonState = .open, rooms: Int = 3) -> DaemonStatus {
+    DaemonStatus(
+      state: state, url: "wss://chat.example/ws", rooms: (0..<rooms).map(String.init),
+      received: 120, sent: 4, confirmed: 4, connects: 1, outbox: 0, lastSeq: 130,
+      durableSeq: 130, storePath: "/var/lib/chatlink/messages.jsonl", version: "0.1.0")
+  }
+
+  func testStatusLineReadsLikeSystemdStatus() {
+    var line = status()
+    XCTAssertEqual(
+      line.summary, "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0")
+    line.state = .waiting
+    line.retryIn = 2.5
+    line.lastError = "HTTP 503"
+    line.rooms = ["7"]
+    XCTAssertEqual(
+      line.summary,
+      "Reconnecting to wss://chat.example/ws in 2.5 s (1 room) · 120 in, 4 out · outbox 0 · last error: HTTP 503"
+    )
+    line.storeError = "No space left on device"
+    XCTAssertTrue(line.summary.contains("STORE DEGRADED: No space left on device"))
+  }
+
+  func testTheTextOfANewStatusIsItsSummaryUnlessGiven() {
+    XCTAssertEqual(status().text, status().summary)
+    let given = DaemonStatus(
+      state: .open, text: "as the daemon said", url: "", rooms: [], received: 0, sent: 0,
+      confirmed: 0, connects: 0, outbox: 0, lastSeq: 0, durableSeq: 0, storePath: "",
+      version: "")
+    XCTAssertEqual(given.text, "as the daemon said")
+  }
+
+  func testEveryStateHasItsOwnHead() {
+    let heads: [(DaemonState, String)] = [
+      (.idle, "Idle · "), (.connecting, "Connecting to wss://chat.example/ws · "),
+      (.tls, "TLS handshake with wss://chat.example/ws · "),
+      (.upgrading, "Upgrading to WebSocket at wss://chat.example/ws · "),
+      (.closing, "Closing the connection to wss://chat.example/ws · "),
+      (.waiting, "Reconnecting to wss://chat.example/ws in 0 s · "),
+      (DaemonState(rawValue: "hibernating"), "hibernating wss://chat.example/ws · "),
+    ]
+    for (state, head) in heads {
+      XCTAssertTrue(status(state, rooms: 0).summary.hasPrefix(head), "\(state)")
+    }
+  }
+
+  func testTheLastErrorShowsOnlyWhileNotConnected() {
+    var line = status()
+    line.lastError = "HTTP 503"
+    XCTAssertFalse(line.summary.contains("last error"))
+    line.state = .connecting
+    XCTAssertTrue(line.summary.hasSuffix(" · last error: HTTP 503"))
+  }
+
+  func testSecondsKeepOneDecimalAndSurviveAnyNumberFromTheWire() {
+    XCTAssertEqual(DaemonStatus.seconds(2.5), "2.5")
+    XCTAssertEqual(DaemonStatus.seconds(2.96), "3")
+    XCTAssertEqual(DaemonStatus.seconds(0), "0")
+    XCTAssertEqual(DaemonStatus.seconds(.infinity), "inf")
+    XCTAssertEqual(DaemonStatus.seconds(1e300), "1e+300")
+    XCTAssertEqual(DaemonStatus.seconds(.nan), "nan")
+  }
+
+  func testTheJSONLeavesUnsetFieldsOutAndReadsBack() throws {
+    let json = status().json
+    XCTAssertEqual(
+      json.description,
+      #"{"state":"open","text":"Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0","url":"wss://chat.example/ws","rooms":["0","1","2"],"received":120,"sent":4,"confirmed":4,"connects":1,"outbox":0,"last_seq":130,"durable_seq":130,"store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#
+    )
+    XCTAssertEqual(try DaemonStatus(json: json), status())
+    // Null is as good as absent.
+    var members = try XCTUnwrap(json.objectValue)
+    members.append(("last_error", .null))
+    XCTAssertEqual(try DaemonStatus(json: .object(members)), status())
+  }
+
+  func testAWrongOrMissingFieldIsNamedInTheError() throws {
+    var members = try XCTUnwrap(status().json.objectValue)
+    members[members.firstIndex { $0.key == "received" }!].value = .string("many")
+    XCTAssertThrowsError(try DaemonStatus(json: .object(members))) { error in
+      XCTAssertEqual(
+        error as? APIDecodingError,
+        APIDecodingError(field: "received", reason: "must be an integer"))
+    }
+    members.removeAll { $0.key == "url" }
+    XCTAssertThrowsError(try DaemonStatus(json: .object(members))) { error in
+      XCTAssertEqual("\(error)", "url is required")
+    }
+    XCTAssertThrowsError(try DaemonStatus(json: .array([]))) { error in
+      XCTAssertEqual("\(error)", "the value must be an object")
+    }
+    XCTAssertThrowsError(try GetStatusReply(json: json(#"{"status":{"state":7}}"#))) { error in
+      XCTAssertEqual("\(error)", "status.state must be a string")
+    }
+  }
+
+  private func json(_ text: String) -> JSONValue {
+    (try? JSONValue.parse(text)) ?? .null
+  }
+}

@@ -1,0 +1,81 @@
+import ChatLinkAPI
+import JSON
+import XCTest
+
+/// What the daemon accepts as parameters, and the reason it gives when it does not.
+final class ParameterTests: XCTestCase {
+  private func refusal<Value: JSONRepresentable>(
+    _ type: Value.Type, _ text: String, file: StaticString = #filePath, line: UInt = #line
+  ) -> APIDecodingError? {
+    do {
+      _ = try Value(json: try JSONValue.parse(text))
+      XCTFail("\(text) was accepted", file: file, line: line)
+    } catch let error as APIDecodingError {
+      return error
+    } catch {
+      XCTFail("\(text): \(error)", file: file, line: line)
+    }
+    return nil
+  }
+
+  func testSendNeedsATextAndTakesARoomNumberAsARoomName() throws {
+    let parameters = try SendParameters(json: try JSONValue.parse(#"{"room":7,"text":"hi"}"#))
+    XCTAssertEqual(parameters, SendParameters(room: "7", text: "hi"))
+    XCTAssertEqual(
+      refusal(SendParameters.self, "{}"), APIDecodingError(field: "text", reason: "is required"))
+    XCTAssertEqual(
+      refusal(SendParameters.self, #"{"text":""}"#),
+      APIDecodingError(field: "text", reason: "is empty"))
+    XCTAssertEqual(
+      refusal(SendParameters.self, #"{"text":"x","room":1.5}"#),
+      APIDecodingError(field: "room", reason: "must be a string"))
+    XCTAssertEqual(
+      SendParameters(room: "7", text: "hi", id: "a1").json.description,
+      #"{"room":"7","text":"hi","id":"a1"}"#)
+    XCTAssertEqual(SendParameters(text: "hi").json.description, #"{"text":"hi"}"#)
+  }
+
+  func testSendBatchIsAllOrNone() {
+    XCTAssertEqual(
+      refusal(SendBatchParameters.self, #"{"texts":["a","b",3]}"#),
+      APIDecodingError(field: "texts", reason: "message 2 is not a string"))
+    let tooMany = "[" + Array(repeating: "\"x\"", count: 10_001).joined(separator: ",") + "]"
+    XCTAssertEqual(
+      refusal(SendBatchParameters.self, #"{"texts":"# + tooMany + "}"),
+      APIDecodingError(field: "texts", reason: "must hold from 1 to 10000 messages"))
+  }
+
+  func testHistoryChecksItsBounds() throws {
+    XCTAssertEqual(try HistoryParameters(json: .object([])), HistoryParameters())
+    XCTAssertEqual(
+      try HistoryParameters(
+        json: try JSONValue.parse(#"{"since_seq":0,"limit":10000,"room":"ops"}"#)),
+      HistoryParameters(room: "ops", sinceSeq: 0, limit: 10_000))
+    XCTAssertEqual(
+      refusal(HistoryParameters.self, #"{"limit":10001}"#),
+      APIDecodingError(field: "limit", reason: "must be from 1 to 10000"))
+    XCTAssertEqual(
+      refusal(HistoryParameters.self, #"{"since_seq":"1"}"#),
+      APIDecodingError(field: "since_seq", reason: "must be a non-negative integer"))
+    XCTAssertEqual(
+      HistoryParameters(room: "7", sinceSeq: 41, limit: 2).json.description,
+      #"{"room":"7","since_seq":41,"limit":2}"#)
+  }
+
+  func testTheBatchReceiptSaysEveryMessagesReceipt() {
+    let batch = SendBatchReceipt(ids: ["a", "b"], count: 7)
+    XCTAssertEqual(
+      batch.receipts,
+      [
+        SendReceipt(id: "a", state: .queued, count: 7),
+        SendReceipt(id: "b", state: .queued, count: 8),
+      ])
+    XCTAssertEqual(batch.json.description, #"{"ids":["a","b"],"count":7,"state":"queued"}"#)
+  }
+
+  func testMethodsWithoutParametersAcceptAnyObjectButNothingElse() throws {
+    XCTAssertEqual(try EmptyObject(json: try JSONValue.parse(#"{"padding":"x"}"#)), EmptyObject())
+    XCTAssertEqual(
+      refusal(EmptyObject.self, "[]"), APIDecodingError(field: "", reason: "must be an object"))
+  }
+}
