@@ -278,6 +278,15 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(code, 1001)
   }
 
+  func testASubscriptionPassesItsRoomAndEventsAboutNoRoom() {
+    let seven = ControlConnection.Subscription.room(RoomID("7")!)
+    XCTAssertTrue(seven.passes(RoomID("7")))
+    XCTAssertTrue(seven.passes(nil))
+    XCTAssertFalse(seven.passes(RoomID("8")))
+    XCTAssertTrue(ControlConnection.Subscription.everyRoom.passes(RoomID("8")))
+    XCTAssertTrue(ControlConnection.Subscription.everyRoom.passes(nil))
+  }
+
   func testAStoredMessageReachesSubscribersAsItsRecord() throws {
     let client = try fixture.client()
     client.call(SubscribeMethod.self, SubscribeParameters(), more: true)

@@ -70,9 +70,7 @@ extension ControlService {
   private func publish(_ event: DaemonEvent, room: RoomID?) {
     let reply = VarlinkReply(parameters: SubscribeReply(event: event).json, continues: true)
     for connection in server.all {
-      guard case .some(let filter) = connection.subscription else { continue }
-      // A room filter passes events of that room, and events about no room (connection).
-      if let filter, let room, filter != room { continue }
+      guard let subscription = connection.subscription, subscription.passes(room) else { continue }
       connection.push(reply)
     }
   }

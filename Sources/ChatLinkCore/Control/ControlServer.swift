@@ -130,8 +130,22 @@ public final class ControlConnection: ByteStreamDelegate {
   private unowned let server: ControlServer
   private var framer = VarlinkFramer(limit: ControlServer.requestLimit)
   private var closing = false
-  /// The room filter of an active Subscribe stream (`.some(nil)`: every room).
-  private(set) var subscription: RoomID??
+  /// What an active Subscribe stream asked for.
+  enum Subscription: Equatable {
+    /// Events of every room.
+    case everyRoom
+    /// Events of this room, and events about no room (the connection's).
+    case room(RoomID)
+
+    /// Whether an event about `room` (nil: about no room) passes.
+    func passes(_ room: RoomID?) -> Bool {
+      guard case .room(let wanted) = self, let room else { return true }
+      return room == wanted
+    }
+  }
+
+  /// The active Subscribe stream's filter, if there is one.
+  private(set) var subscription: Subscription?
   /// The Subscribe call's tag, for the order of its events among other replies.
   private var subscriptionTag: UInt64 = 0
   /// Client ids whose Send call asked for further replies, with that call's tag.
@@ -139,7 +153,7 @@ public final class ControlConnection: ByteStreamDelegate {
 
   /// Starts the Subscribe stream of `call`.
   func subscribe(_ call: VarlinkCall, room: RoomID?) {
-    subscription = .some(room)
+    subscription = room.map(Subscription.room) ?? .everyRoom
     subscriptionTag = call.tag
   }
 
