@@ -56,127 +56,155 @@ enum CommandParser {
     var words = arguments[...]
     // Option words seen at the levels above, replayed into the subcommand.
     var inherited: [(slotName: String, value: String)] = []
-
     while true {
-      let type = path[path.count - 1]
-      let command = type.init()
-      let slots = ArgumentSlot.collect(from: command)
-      func fail(_ kind: CommandLineError.Kind) -> CommandLineError {
-        CommandLineError(kind: kind, path: path)
-      }
-      for (name, value) in inherited {
-        if let slot = slots.first(where: { $0.longName == name }) {
-          _ = slot.assign(value)
-          slot.isSet = true
-        }
-      }
-      var seen: [(slotName: String, value: String)] = []
-      var positionals: [String] = []
-      var onlyPositionals = false
-      var subcommand: (any ParsableCommand.Type)?
-      let hasPositionalSlots = slots.contains { $0.kind == .positional }
-
-      while let word = words.popFirst() {
-        if onlyPositionals || word == "-" || !word.hasPrefix("-") {
-          if !onlyPositionals, !type.configuration.subcommands.isEmpty, !hasPositionalSlots {
-            if word == "help", path.count == 1 {
-              var helpPath = path
-              for name in words {
-                guard let next = helpPath[helpPath.count - 1].subcommand(named: name) else {
-                  throw CommandLineError(kind: .unknownSubcommand(name), path: helpPath)
-                }
-                helpPath.append(next)
-              }
-              throw CommandLineError(kind: .helpRequested, path: helpPath)
-            }
-            guard let next = type.subcommand(named: word) else {
-              throw fail(.unknownSubcommand(word))
-            }
-            subcommand = next
-            break
-          }
-          positionals.append(word)
-          continue
-        }
-        if word == "--" {
-          onlyPositionals = true
-          continue
-        }
-        if word == "-h" || word == "--help" { throw fail(.helpRequested) }
-        if word == "--version", path.count == 1, !type.configuration.version.isEmpty {
-          throw fail(.versionRequested(type.configuration.version))
-        }
-        let slot: ArgumentSlot
-        var inline: String?
-        if word.hasPrefix("--") {
-          let body = word.dropFirst(2)
-          let name: String
-          if let equals = body.firstIndex(of: "=") {
-            name = String(body[..<equals])
-            inline = String(body[body.index(after: equals)...])
-          } else {
-            name = String(body)
-          }
-          guard let found = slots.first(where: { $0.kind != .positional && $0.longName == name })
-          else { throw fail(.unknownOption("--\(name)")) }
-          slot = found
-        } else {
-          let letters = word.dropFirst()
-          guard letters.count == 1,
-            let found = slots.first(where: {
-              $0.kind != .positional && $0.shortName == letters.first
-            })
-          else { throw fail(.unknownOption(word)) }
-          slot = found
-        }
-        let value: String
-        if slot.kind == .flag {
-          guard inline == nil else { throw fail(.unexpectedValue(slot.spelled)) }
-          value = ""
-        } else if let inline {
-          value = inline
-        } else if let next = words.first, !next.hasPrefix("--"), next != "-h" {
-          words.removeFirst()
-          value = next
-        } else {
-          throw fail(.missingValue(slot.spelled))
-        }
-        guard slot.assign(value) else {
-          throw fail(.invalidValue(value, for: slot.spelled, hint: slot.hint))
-        }
-        slot.isSet = true
-        if let name = slot.longName { seen.append((name, value)) }
-      }
-
-      if let subcommand {
-        inherited += seen
-        path.append(subcommand)
-        continue
-      }
-
-      var remaining = positionals[...]
-      for slot in slots where slot.kind == .positional {
-        guard let word = remaining.popFirst() else { break }
-        guard slot.assign(word) else {
-          throw fail(.invalidValue(word, for: slot.spelled, hint: slot.hint))
-        }
-        slot.isSet = true
-      }
-      if let extra = remaining.first { throw fail(.unexpectedArgument(extra)) }
-      if let missing = slots.first(where: { $0.isRequired && !$0.isSet }) {
-        throw fail(.missingArgument(missing.spelled))
-      }
-      if !type.configuration.subcommands.isEmpty { throw fail(.missingSubcommand) }
-
-      var parsed = command
-      do {
-        try parsed.validate()
-      } catch let error as ValidationError {
-        throw fail(.validation(error.message))
-      } catch {
-        throw fail(.validation("\(error)"))
-      }
-      return Result(command: parsed, path: path)
+      var level = LevelParser(path: path, inherited: inherited)
+      guard let subcommand = try level.consume(&words) else { return try level.finish() }
+      inherited += level.seen
+      path.append(subcommand)
     }
+  }
+}
+
+/// The words of one level of the command tree: its options and positionals, up to a
+/// subcommand's name or the end.
+private struct LevelParser {
+  let path: [any ParsableCommand.Type]
+  let type: any ParsableCommand.Type
+  let command: any ParsableCommand
+  let slots: [ArgumentSlot]
+  /// Options given at this level, to pass down to a subcommand.
+  private(set) var seen: [(slotName: String, value: String)] = []
+  private var positionals: [String] = []
+  private var onlyPositionals = false
+
+  init(path: [any ParsableCommand.Type], inherited: [(slotName: String, value: String)]) {
+    self.path = path
+    type = path[path.count - 1]
+    command = type.init()
+    slots = ArgumentSlot.collect(from: command)
+    for (name, value) in inherited {
+      if let slot = slots.first(where: { $0.longName == name }) {
+        _ = slot.assign(value)
+        slot.isSet = true
+      }
+    }
+  }
+
+  private func fail(_ kind: CommandLineError.Kind) -> CommandLineError {
+    CommandLineError(kind: kind, path: path)
+  }
+
+  /// Reads words until a subcommand's name (returned) or the end (nil).
+  mutating func consume(_ words: inout ArraySlice<String>) throws(CommandLineError)
+    -> (any ParsableCommand.Type)?
+  {
+    let takesSubcommands =
+      !type.configuration.subcommands.isEmpty && !slots.contains { $0.kind == .positional }
+    while let word = words.popFirst() {
+      if onlyPositionals || word == "-" || !word.hasPrefix("-") {
+        if !onlyPositionals, takesSubcommands { return try subcommand(word, rest: words) }
+        positionals.append(word)
+      } else if word == "--" {
+        onlyPositionals = true
+      } else {
+        try option(word, &words)
+      }
+    }
+    return nil
+  }
+
+  /// The subcommand `word` names; `help [VERB…]` at the top asks for help instead.
+  private func subcommand(_ word: String, rest words: ArraySlice<String>)
+    throws(CommandLineError) -> any ParsableCommand.Type
+  {
+    if word == "help", path.count == 1 {
+      var helpPath = path
+      for name in words {
+        guard let next = helpPath[helpPath.count - 1].subcommand(named: name) else {
+          throw CommandLineError(kind: .unknownSubcommand(name), path: helpPath)
+        }
+        helpPath.append(next)
+      }
+      throw CommandLineError(kind: .helpRequested, path: helpPath)
+    }
+    guard let next = type.subcommand(named: word) else { throw fail(.unknownSubcommand(word)) }
+    return next
+  }
+
+  /// One option word (`--name`, `--name=value`, `-n`), with its value if it takes one.
+  private mutating func option(_ word: String, _ words: inout ArraySlice<String>)
+    throws(CommandLineError)
+  {
+    if word == "-h" || word == "--help" { throw fail(.helpRequested) }
+    if word == "--version", path.count == 1, !type.configuration.version.isEmpty {
+      throw fail(.versionRequested(type.configuration.version))
+    }
+    let (slot, inline) = try self.slot(for: word)
+    let value: String
+    if slot.kind == .flag {
+      guard inline == nil else { throw fail(.unexpectedValue(slot.spelled)) }
+      value = ""
+    } else if let inline {
+      value = inline
+    } else if let next = words.first, !next.hasPrefix("--"), next != "-h" {
+      words.removeFirst()
+      value = next
+    } else {
+      throw fail(.missingValue(slot.spelled))
+    }
+    guard slot.assign(value) else {
+      throw fail(.invalidValue(value, for: slot.spelled, hint: slot.hint))
+    }
+    slot.isSet = true
+    if let name = slot.longName { seen.append((name, value)) }
+  }
+
+  /// The option slot an option word names, and the value written into it after `=`.
+  private func slot(for word: String) throws(CommandLineError) -> (ArgumentSlot, String?) {
+    guard word.hasPrefix("--") else {
+      let letters = word.dropFirst()
+      guard letters.count == 1,
+        let found = slots.first(where: { $0.kind != .positional && $0.shortName == letters.first })
+      else { throw fail(.unknownOption(word)) }
+      return (found, nil)
+    }
+    let body = word.dropFirst(2)
+    var name = String(body)
+    var inline: String?
+    if let equals = body.firstIndex(of: "=") {
+      name = String(body[..<equals])
+      inline = String(body[body.index(after: equals)...])
+    }
+    guard let found = slots.first(where: { $0.kind != .positional && $0.longName == name }) else {
+      throw fail(.unknownOption("--\(name)"))
+    }
+    return (found, inline)
+  }
+
+  /// The command of this level, once its words are all read: positionals assigned, required
+  /// arguments present, and its own validation passed.
+  func finish() throws(CommandLineError) -> CommandParser.Result {
+    var remaining = positionals[...]
+    for slot in slots where slot.kind == .positional {
+      guard let word = remaining.popFirst() else { break }
+      guard slot.assign(word) else {
+        throw fail(.invalidValue(word, for: slot.spelled, hint: slot.hint))
+      }
+      slot.isSet = true
+    }
+    if let extra = remaining.first { throw fail(.unexpectedArgument(extra)) }
+    if let missing = slots.first(where: { $0.isRequired && !$0.isSet }) {
+      throw fail(.missingArgument(missing.spelled))
+    }
+    if !type.configuration.subcommands.isEmpty { throw fail(.missingSubcommand) }
+    var parsed = command
+    do {
+      try parsed.validate()
+    } catch let error as ValidationError {
+      throw fail(.validation(error.message))
+    } catch {
+      throw fail(.validation("\(error)"))
+    }
+    return CommandParser.Result(command: parsed, path: path)
   }
 }
