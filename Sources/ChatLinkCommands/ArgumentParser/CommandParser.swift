@@ -18,7 +18,7 @@ struct CommandLineError: Error, CustomStringConvertible {
   /// The commands from the root to the one being parsed.
   var path: [any ParsableCommand.Type]
 
-  /// The sentence after "Error: ", worded as swift-argument-parser words it.
+  /// The sentence after "Error: ", worded the way Swift command-line tools commonly word it.
   var message: String {
     switch kind {
     case .helpRequested: "Help requested"

@@ -1,8 +1,9 @@
-/// Writes `--help` text the way swift-argument-parser lays it out: OVERVIEW, the discussion,
-/// USAGE, ARGUMENTS, OPTIONS, titled option groups and SUBCOMMANDS, at 80 columns.
+/// Writes `--help` text in the layout Swift command-line tools commonly print, so it reads as
+/// users expect: OVERVIEW, the discussion, USAGE, ARGUMENTS, OPTIONS, titled option groups and
+/// SUBCOMMANDS, at 80 columns.
 struct HelpGenerator {
   static let width = 80
-  /// Where help text starts after a label, as in swift-argument-parser.
+  /// Where help text starts after a label.
   static let labelColumn = 26
 
   let path: [any ParsableCommand.Type]

@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
 
 /// A type whose stored properties are command-line options, flags and arguments, declared with
-/// `@Option`, `@Flag`, `@Argument` and `@OptionGroup`, as in swift-argument-parser.
+/// `@Option`, `@Flag`, `@Argument` and `@OptionGroup`: the declarative shape Swift command-line
+/// tools commonly use, so a reader of a verb sees its whole interface in its properties.
 ///
 /// The parser creates a value with `init()`, finds the property wrappers by reflection, fills
 /// them from argv and then calls `validate()`. (SendableMetatype: the types are listed in
@@ -18,7 +19,7 @@ extension ParsableArguments {
   public mutating func validate() throws {}
 }
 
-/// A command (or subcommand) of a command-line tool, as in swift-argument-parser.
+/// A command (or subcommand) of a command-line tool: one type per verb, with its help texts.
 public protocol ParsableCommand: ParsableArguments {
   /// The command's name, help texts and subcommands.
   static var configuration: CommandConfiguration { get }
@@ -137,7 +138,7 @@ extension ParsableCommand {
   }
 }
 
-/// The name, help texts and subcommands of a command, as in swift-argument-parser.
+/// The name, help texts and subcommands of a command.
 public struct CommandConfiguration {
   /// The name on the command line; nil means the type's name in lower case.
   public var commandName: String?

@@ -5,8 +5,9 @@ import LinkCore
 import Transport
 import WebSocket
 
-/// chatlinkd's manager: owns the loop and one named field per event source, in the manner of
-/// systemd-timesyncd's Manager. `main` only parses argv, builds this, and calls `run()`.
+/// chatlinkd's manager: owns the loop and one named field per event source, so a reader sees
+/// in one place everything that can wake the daemon. `main` only parses argv, builds this, and
+/// calls `run()`.
 public final class Daemon {
   /// What the command line decided.
   public struct Options: Sendable {
