@@ -21,9 +21,8 @@ public struct DeliveryLedger: Sendable {
 
   /// The highest outbox count written on this connection (0: none yet).
   public private(set) var lastSentCount: UInt64 = 0
-  /// Sent entries not yet confirmed, oldest first, from `head` on.
-  private var sent: [Sent] = []
-  private var head = 0
+  /// Sent entries not yet confirmed, oldest first.
+  private var sent = FIFOBuffer<Sent>()
   /// Hashes of the unconfirmed client ids: an echo of another client's message costs one
   /// hash, not a search. A collision is harmless: the search compares the ids themselves.
   private var sentIDs: Set<Int> = []
@@ -32,7 +31,7 @@ public struct DeliveryLedger: Sendable {
   public init() {}
 
   /// Entries sent and not yet confirmed.
-  public var unconfirmedCount: Int { sent.count - head }
+  public var unconfirmedCount: Int { sent.count }
 
   /// Notes that `entry` went out in `frame`.
   public mutating func recordSent(_ entry: OutboxEntry, frame: Message) {
@@ -48,14 +47,14 @@ public struct DeliveryLedger: Sendable {
   /// oldest one and the search stops at once.
   public mutating func confirm(id: String) -> Sent? {
     guard sentIDs.contains(Self.idHash(id)),
-      let index = sent[head...].firstIndex(where: { $0.entry.id == id })
+      let index = sent.elements.firstIndex(where: { $0.entry.id == id })
     else { return nil }
     return remove(at: index)
   }
 
   /// Confirms the entry with this outbox count (the dialect acknowledged it).
   public mutating func confirm(count: UInt64) -> Sent? {
-    guard let index = sent[head...].firstIndex(where: { $0.entry.count == count }) else {
+    guard let index = sent.elements.firstIndex(where: { $0.entry.count == count }) else {
       return nil
     }
     return remove(at: index)
@@ -64,13 +63,8 @@ public struct DeliveryLedger: Sendable {
   /// Confirms every unconfirmed entry with a count up to `count`, oldest first: what a pong
   /// proves for a ping sent after them.
   public mutating func confirm(through count: UInt64) -> [Sent] {
-    var end = head
-    while end < sent.count && sent[end].entry.count <= count { end += 1 }
-    guard end > head else { return [] }
-    let confirmed = Array(sent[head..<end])
+    let confirmed = sent.removeFirst(while: { $0.entry.count <= count })
     for item in confirmed { sentIDs.remove(Self.idHash(item.entry.id)) }
-    head = end
-    compact()
     return confirmed
   }
 
@@ -78,8 +72,7 @@ public struct DeliveryLedger: Sendable {
   /// sent again from the oldest.
   public mutating func reset() {
     lastSentCount = 0
-    sent.removeAll(keepingCapacity: sent.capacity <= 4096)
-    head = 0
+    sent.removeAll()
     sentIDs.removeAll(keepingCapacity: sentIDs.capacity <= 4096)
   }
 
@@ -95,27 +88,9 @@ public struct DeliveryLedger: Sendable {
   }
 
   private mutating func remove(at index: Int) -> Sent {
-    let item = sent[index]
+    let item = sent.remove(at: index)
     sentIDs.remove(Self.idHash(item.entry.id))
-    if index == head {
-      head += 1
-      compact()
-    } else {
-      sent.remove(at: index)
-    }
     return item
-  }
-
-  /// Drops the confirmed prefix once it is the larger part: confirming costs what it
-  /// confirms, not what is still waiting.
-  private mutating func compact() {
-    if head == sent.count {
-      sent.removeAll(keepingCapacity: sent.capacity <= 4096)
-      head = 0
-    } else if head >= 1024 && head * 2 >= sent.count {
-      sent.removeSubrange(..<head)
-      head = 0
-    }
   }
 
   /// The hash `sentIDs` holds for a client id.

@@ -8,14 +8,13 @@ import WebSocket
 /// connection that read its frame: after a reconnect the backend redelivers instead, so the
 /// waiting ones are dropped.
 public struct DurableAcknowledgements: Sendable {
-  private var waiting: [(seq: UInt64, frame: Message)] = []
-  private var head = 0
+  private var waiting = FIFOBuffer<(seq: UInt64, frame: Message)>()
 
   /// None waiting.
   public init() {}
 
   /// How many wait.
-  public var count: Int { waiting.count - head }
+  public var count: Int { waiting.count }
 
   /// Holds `frame` until the record with `seq` is durable.
   public mutating func add(_ frame: Message, seq: UInt64) {
@@ -24,22 +23,13 @@ public struct DurableAcknowledgements: Sendable {
 
   /// The frames whose records are durable now that everything through `seq` is, oldest
   /// first.
-  public mutating func release(through seq: UInt64) -> ArraySlice<Message> {
-    guard head < waiting.count, waiting[head].seq <= seq else { return [] }
-    var end = head
-    while end < waiting.count && waiting[end].seq <= seq { end += 1 }
-    let frames = ArraySlice(waiting[head..<end].map(\.frame))
-    head = end
-    if head == waiting.count {
-      waiting.removeAll(keepingCapacity: true)
-      head = 0
-    }
-    return frames
+  public mutating func release(through seq: UInt64) -> [Message] {
+    guard let first = waiting.elements.first, first.seq <= seq else { return [] }
+    return waiting.removeFirst(while: { $0.seq <= seq }).map(\.frame)
   }
 
   /// The connection changed: the waiting acknowledgements are void.
   public mutating func connectionChanged() {
     waiting.removeAll()
-    head = 0
   }
 }

@@ -1,0 +1,40 @@
+import LinkCore
+import XCTest
+
+final class FIFOBufferTests: XCTestCase {
+  func testElementsLeaveFromTheFrontInOrder() {
+    var buffer = FIFOBuffer<Int>()
+    buffer.append(contentsOf: 1...5)
+    XCTAssertEqual(buffer.removeFirst(while: { $0 <= 2 }), [1, 2])
+    XCTAssertEqual(buffer.removeFirst(while: { $0 <= 2 }), [])
+    XCTAssertEqual(Array(buffer.elements), [3, 4, 5])
+    XCTAssertEqual(buffer.count, 3)
+    buffer.append(6)
+    XCTAssertEqual(buffer.removeFirst(while: { _ in true }), [3, 4, 5, 6])
+    XCTAssertTrue(buffer.isEmpty)
+  }
+
+  func testAnElementIsRemovedFromTheFrontOrTheMiddleByItsIndex() {
+    var buffer = FIFOBuffer<String>()
+    buffer.append(contentsOf: ["a", "b", "c", "d"])
+    XCTAssertEqual(buffer.remove(at: buffer.elements.startIndex), "a")
+    let c = buffer.elements.firstIndex(of: "c")!
+    XCTAssertEqual(buffer.remove(at: c), "c")
+    XCTAssertEqual(Array(buffer.elements), ["b", "d"])
+  }
+
+  func testALongRunOfRemovalsKeepsTheRestIntactAcrossCompaction() {
+    var buffer = FIFOBuffer<Int>()
+    buffer.append(contentsOf: 0..<10_000)
+    var taken: [Int] = []
+    for limit in stride(from: 999, to: 10_000, by: 1000) {
+      taken += buffer.removeFirst(while: { $0 <= limit })
+      XCTAssertEqual(buffer.elements.first, limit + 1 < 10_000 ? limit + 1 : nil)
+    }
+    XCTAssertEqual(taken, Array(0..<10_000))
+    buffer.append(7)
+    XCTAssertEqual(Array(buffer.elements), [7])
+    buffer.removeAll()
+    XCTAssertTrue(buffer.isEmpty)
+  }
+}
