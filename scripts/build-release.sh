@@ -8,10 +8,11 @@
 # Every product links the Swift runtime statically (--static-swift-stdlib), so it needs only
 # Debian's libraries. chatlinkctl goes one step further: it is a static PIE, glibc included.
 # It is started once per command, often from scripts, and a dynamic executable spends most of
-# its ~3 ms in the kernel's exec, the dynamic loader and libstdc++'s start-up; the static PIE
-# starts in ~1.6 ms and keeps ASLR (a plain -static build would be ~0.3 ms faster still, at
-# the price of fixed addresses). chatlinkctl calls nothing that glibc can only provide through
-# dlopen (NSS, iconv); chatlinkd resolves host names and group names, so it stays dynamic.
+# its short run in the kernel's exec, the dynamic loader and libstdc++'s start-up; the
+# static PIE needs no dynamic loader and keeps ASLR (a plain -static build would start a
+# little faster still, at the price of fixed addresses; README "Performance" has the
+# figures). chatlinkctl calls nothing that glibc can only provide through dlopen (NSS,
+# iconv); chatlinkd resolves host names and group names, so it stays dynamic.
 #
 # A static PIE needs lld (gold cannot link one; the toolchain ships lld) and no DT_RUNPATH:
 # glibc's start-up code asserts that a static PIE has none, and SwiftPM adds $ORIGIN unless
@@ -31,7 +32,8 @@ static_pie=(
   -Xswiftc -static-executable
   -Xswiftc -Xclang-linker -Xswiftc -static-pie
   -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
-  # DT_RELR: the ~20,000 relative relocations in 4 KiB instead of 480 KiB.
+  # DT_RELR: the relative relocations as a compact bitmap rather than one entry each, so the
+  # binary carries, and its start-up reads, a small table instead of a large one.
   -Xlinker -z -Xlinker pack-relative-relocs
 )
 
