@@ -42,7 +42,8 @@
 // Bugs this fuzzer found, all fixed (their inputs stay in Fuzz/corpus/config/crash-*):
 // INIParser read a CRLF file as one line; the loader accepted Header= and Subprotocol=
 // values the handshake refuses (so every connect failed); a continuation line ending in a
-// backslash and blanks did not continue.
+// backslash and blanks did not continue; URL= took an IPv6 address with a stray bracket
+// outside brackets as a host name.
 
 import ChatLinkCore
 import EventLoop
@@ -119,7 +120,8 @@ func hasCRLF(_ text: String) -> Bool {
   zip(text.utf8, text.utf8.dropFirst()).contains { $0 == 0x0D && $1 == 0x0A }
 }
 
-/// Whether the reference applies to these texts (see the header: known bugs).
+/// Whether the reference applies to these texts: single Unicode scalars once CRs are dropped
+/// (see the header's oracles).
 func referenceApplies(_ sources: [Source]) -> Bool {
   sources.allSatisfy { source in
     var plain = source.text

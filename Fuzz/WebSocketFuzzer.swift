@@ -25,11 +25,9 @@
 // Every oracle failure goes through `require`, which prints what broke and then traps with
 // `precondition`, so libFuzzer records the input as a crash artifact.
 //
-// Known bug (reported, not fixed here): FrameDecoder.partialFrame returns a masked frame's
-// payload prefix still masked, and MessageAssembler.inspect validates it as UTF-8, so a
-// server-role FrameSession fails valid text that arrives in pieces (1007) and can deliver
-// invalid UTF-8 as `.text`. Modes 0 and 5 trip on it at once; building with
-// -D FUZZ_SKIP_SERVER_PARTIAL (FUZZ_SWIFT_FLAGS in scripts/fuzz.sh) steps around it.
+// Modes 0 and 5 validate the UTF-8 of text frames still arriving in either role, as
+// ClientConnection and FrameSession do: in the server role that is the prefix of a masked
+// frame, which must be checked unmasked (the crash-*-masked-partial* corpus inputs).
 
 import CZlib
 import Glibc
@@ -420,7 +418,7 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
           require(
             partial.payloadPrefix.count < header.payloadLength,
             "partial frame holds \(partial.payloadPrefix.count) of \(header.payloadLength)")
-          if !header.opcode.isControl && dropping == nil && inspectsPartialFrames(settings) {
+          if !header.opcode.isControl && dropping == nil {
             do throws(ProtocolViolation) {
               try assembler.inspect(partial: header, prefix: partial.payloadPrefix)
             } catch {
@@ -494,18 +492,6 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
     }
   }
   return (events, frames, decoder.bufferedByteCount, decoder.partialFrame?.payloadPrefix)
-}
-
-/// Whether the raw pipeline validates partial frames as ClientConnection (client role) and
-/// FrameSession (either role) do. Building with -D FUZZ_SKIP_SERVER_PARTIAL skips the server
-/// role: FrameDecoder.partialFrame hands out a masked frame's prefix still masked (see
-/// scripts/fuzz.sh), so a masked text frame that arrives in pieces fails as invalid UTF-8.
-func inspectsPartialFrames(_ settings: RawSettings) -> Bool {
-  #if FUZZ_SKIP_SERVER_PARTIAL
-    return settings.role == .client
-  #else
-    return true
-  #endif
 }
 
 func checkFrame(_ frame: Frame, _ settings: RawSettings) {
@@ -1187,15 +1173,9 @@ func runDeflateRoundTrip(_ config: FuzzConfig, _ bytes: [UInt8]) {
 /// bits 3-5 frame limit. flags B: bits 0-2 message limit, bits 3-5 our window (8 + n).
 /// flags C: bit0 echo every message back, bit1 compress everything (threshold 0).
 func runServerSession(_ config: FuzzConfig, _ stream: [UInt8]) {
-  var input = stream
-  #if FUZZ_SKIP_SERVER_PARTIAL
-    // With the known partialFrame bug stepped around, unmask the frames up front (keys of
-    // zero) so FrameSession's partial-frame UTF-8 check sees real bytes.
-    zeroMaskingKeys(&input)
-  #endif
   let chunked = serverSessionPipeline(
-    config, input, chunks: chunkSizes(total: input.count, seed: config.chunkSeed))
-  let whole = serverSessionPipeline(config, input, chunks: [input.count])
+    config, stream, chunks: chunkSizes(total: stream.count, seed: config.chunkSeed))
+  let whole = serverSessionPipeline(config, stream, chunks: [stream.count])
   require(
     chunked.events == whole.events,
     "server session events depend on chunking:\n  chunked \(chunked.events)\n  whole   "
@@ -1293,29 +1273,4 @@ func serverSessionPipeline(_ config: FuzzConfig, _ stream: [UInt8], chunks: [Int
   flush()
   client.finish()
   return (events, outbound)
-}
-
-/// Rewrites every masked frame so its key is zero and its payload plain, stopping where the
-/// framing breaks (what follows is left as it is).
-func zeroMaskingKeys(_ s: inout [UInt8]) {
-  var i = 0
-  while s.count - i >= 2 {
-    let short = Int(s[i + 1] & 0x7F)
-    let lengthBytes = short == 126 ? 2 : (short == 127 ? 8 : 0)
-    guard s[i + 1] & 0x80 != 0, s.count - i >= 2 + lengthBytes + 4 else { return }
-    var length = UInt64(short)
-    if lengthBytes > 0 {
-      length = 0
-      for k in 0..<lengthBytes { length = length << 8 | UInt64(s[i + 2 + k]) }
-    }
-    let keyAt = i + 2 + lengthBytes
-    let key = [s[keyAt], s[keyAt + 1], s[keyAt + 2], s[keyAt + 3]]
-    for k in 0..<4 { s[keyAt + k] = 0 }
-    let start = keyAt + 4
-    let available = UInt64(s.count - start)
-    let end = start + Int(min(length, available))
-    for n in start..<end { s[n] ^= key[(n - start) & 3] }
-    if length > available { return }
-    i = end
-  }
 }

@@ -8,10 +8,11 @@
 # Every product links the Swift runtime statically (--static-swift-stdlib), so it needs only
 # Debian's libraries. chatlinkctl goes one step further: it is a static PIE, glibc included.
 # It is started once per command, often from scripts, and a dynamic executable spends most of
-# its ~3 ms in the kernel's exec, the dynamic loader and libstdc++'s start-up; the static PIE
-# starts in ~1.6 ms and keeps ASLR (a plain -static build would be ~0.3 ms faster still, at
-# the price of fixed addresses). chatlinkctl calls nothing that glibc can only provide through
-# dlopen (NSS, iconv); chatlinkd resolves host names and group names, so it stays dynamic.
+# its short run in the kernel's exec, the dynamic loader and libstdc++'s start-up; the
+# static PIE needs no dynamic loader and keeps ASLR (a plain -static build would start a
+# little faster still, at the price of fixed addresses; README "Performance" has the
+# figures). chatlinkctl calls nothing that glibc can only provide through dlopen (NSS,
+# iconv); chatlinkd resolves host names and group names, so it stays dynamic.
 #
 # A static PIE needs lld (gold cannot link one; the toolchain ships lld) and no DT_RUNPATH:
 # glibc's start-up code asserts that a static PIE has none, and SwiftPM adds $ORIGIN unless
@@ -26,10 +27,10 @@ scratch=${RELEASE_SCRATCH:-$repo/.build}
 cd "$repo"
 mkdir -p "$dest"
 
-# Every product: lld, and DT_RELR (glibc 2.36): the statically linked Swift runtime brings tens
-# of thousands of relative relocations, which the dynamic loader would otherwise read from a
-# table of hundreds of KiB at every start; packed, they take a few KiB, so a daemon starts with
-# fewer pages resident (its peak RSS is its start-up's).
+# Every product: lld, and DT_RELR (glibc 2.36): the statically linked Swift runtime brings many
+# relative relocations, which the dynamic loader would otherwise read from a large table at
+# every start; packed as a bitmap the table is small, so a daemon starts with fewer pages
+# resident (its peak RSS is its start-up's; README "Performance" has the figures).
 relr=(
   -Xswiftc -use-ld=lld
   -Xlinker -z -Xlinker pack-relative-relocs

@@ -61,8 +61,8 @@
 #  - -use-ld=lld when the toolchain ships ld.lld: with the default gold linker the ASan
 #    runtime makes it print thousands of "Cannot export local symbol" warnings (harmless).
 #  - -swift-version 6: the package builds every target in the Swift 6 language mode.
-#  - FUZZ_SWIFT_FLAGS (env) adds swiftc flags to every fuzzer file, e.g.
-#    FUZZ_SWIFT_FLAGS=-DFUZZ_SKIP_SERVER_PARTIAL (see WebSocketFuzzer.swift).
+#  - FUZZ_SWIFT_FLAGS (env) adds swiftc flags to every fuzzer file, e.g. a -DFUZZ_KNOWN_<BUG>
+#    to step around a bug for one local run before it goes into KNOWN_BUGS.
 #  - SWIFT_BACKTRACE=enable=no at run time: Swift's own crash backtracer reads the crashed
 #    process's memory from a helper thread, which ASan reports as a second, bogus error;
 #    libFuzzer's and ASan's handlers print the stack instead.

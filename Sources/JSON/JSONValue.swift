@@ -219,39 +219,9 @@ private struct TreeBuilder {
     guard index < bytes.count else { throw JSONValue.ParseError(offset: index) }
     switch bytes[index] {
     case UInt8(ascii: "{"):
-      index += 1
-      var members: [(key: String, value: JSONValue)] = []
-      skip()
-      if bytes[index] == UInt8(ascii: "}") {
-        index += 1
-        return .object(members)
-      }
-      while true {
-        skip()
-        let key = string()
-        skip()
-        index += 1  // :
-        members.append((key, try value(depth: depth + 1)))
-        skip()
-        let c = bytes[index]
-        index += 1
-        if c == UInt8(ascii: "}") { return .object(members) }
-      }
+      return try object(depth: depth)
     case UInt8(ascii: "["):
-      index += 1
-      var items: [JSONValue] = []
-      skip()
-      if bytes[index] == UInt8(ascii: "]") {
-        index += 1
-        return .array(items)
-      }
-      while true {
-        items.append(try value(depth: depth + 1))
-        skip()
-        let c = bytes[index]
-        index += 1
-        if c == UInt8(ascii: "]") { return .array(items) }
-      }
+      return try array(depth: depth)
     case UInt8(ascii: "\""):
       return .string(string())
     case UInt8(ascii: "t"):
@@ -264,24 +234,70 @@ private struct TreeBuilder {
       index += 4
       return .null
     default:
-      let start = index
-      var integral = true
-      while index < bytes.count {
-        let c = bytes[index]
-        if c.isDigit || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") {
-          index += 1
-        } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
-          integral = false
-          index += 1
-        } else {
-          break
-        }
-      }
-      let text = String(
-        decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-      if integral, let i = Int64(text) { return .int(i) }
-      return .double(Double(text) ?? 0)
+      return number()
     }
+  }
+
+  /// The object at `index` (its `{`), whose members are one level deeper than `depth`.
+  private mutating func object(depth: Int) throws(JSONValue.ParseError) -> JSONValue {
+    index += 1
+    var members: [(key: String, value: JSONValue)] = []
+    skip()
+    if bytes[index] == UInt8(ascii: "}") {
+      index += 1
+      return .object(members)
+    }
+    while true {
+      skip()
+      let key = string()
+      skip()
+      index += 1  // :
+      members.append((key, try value(depth: depth + 1)))
+      skip()
+      let c = bytes[index]
+      index += 1
+      if c == UInt8(ascii: "}") { return .object(members) }
+    }
+  }
+
+  /// The array at `index` (its `[`), whose items are one level deeper than `depth`.
+  private mutating func array(depth: Int) throws(JSONValue.ParseError) -> JSONValue {
+    index += 1
+    var items: [JSONValue] = []
+    skip()
+    if bytes[index] == UInt8(ascii: "]") {
+      index += 1
+      return .array(items)
+    }
+    while true {
+      items.append(try value(depth: depth + 1))
+      skip()
+      let c = bytes[index]
+      index += 1
+      if c == UInt8(ascii: "]") { return .array(items) }
+    }
+  }
+
+  /// The number at `index`: an integer when it has no fraction or exponent and fits Int64,
+  /// else a double.
+  private mutating func number() -> JSONValue {
+    let start = index
+    var integral = true
+    while index < bytes.count {
+      let c = bytes[index]
+      if c.isDigit || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") {
+        index += 1
+      } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+        integral = false
+        index += 1
+      } else {
+        break
+      }
+    }
+    let text = String(
+      decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+    if integral, let i = Int64(text) { return .int(i) }
+    return .double(Double(text) ?? 0)
   }
 
   mutating func string() -> String {

@@ -1,7 +1,7 @@
 /// A connected, ordered byte stream on the event loop: TCP, or TLS over TCP.
 ///
-/// The WebSocket layer sees only this, the way Starscream's framer sees a `Transport`:
-/// tests can put any stream behind it.
+/// The WebSocket layer sees only this, never a socket or a TLS session, so framing does not
+/// depend on how bytes travel and tests can put any stream behind it.
 public protocol ByteStream: AnyObject {
   /// Receives data and the close; set it before the loop next runs.
   var delegate: (any ByteStreamDelegate)? { get set }

@@ -21,97 +21,9 @@ public struct Endpoint: Sendable, Hashable {
   }
 }
 
-/// An HTTP proxy's address, parsed from `http://host:port` (as in https_proxy).
-public struct ProxyAddress: Sendable, Hashable, CustomStringConvertible {
-  public var host: String
-  public var port: Int
-
-  /// Creates an address.
-  public init(host: String, port: Int) {
-    self.host = host
-    self.port = port
-  }
-
-  /// Parses `http://host[:port][/]`; nil for anything else (credentials are not supported).
-  public init?(url: String) {
-    var rest = Substring(url)
-    if rest.hasPrefix("http://") {
-      rest = rest.dropFirst(7)
-    } else if rest.contains("://") {
-      return nil
-    }
-    while rest.hasSuffix("/") { rest = rest.dropLast() }
-    guard !rest.isEmpty, !rest.contains("@"), !rest.contains("/") else { return nil }
-    var host = rest
-    var port = 80
-    if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-      host = rest[rest.index(after: rest.startIndex)..<close]
-      let after = rest[rest.index(after: close)...]
-      if after.hasPrefix(":") {
-        guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { return nil }
-        port = p
-      } else if !after.isEmpty {
-        return nil
-      }
-      // Brackets hold an IPv6 literal, as in WebSocketURL.
-      guard host.contains(":"), !host.contains("[") else { return nil }
-    } else {
-      if let colon = rest.lastIndex(of: ":") {
-        guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
-          return nil
-        }
-        port = p
-        host = rest[..<colon]
-      }
-      guard !host.contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) else { return nil }
-    }
-    guard !host.isEmpty else { return nil }
-    self.init(host: String(host), port: port)
-  }
-
-  /// The proxy that applies to `host` from the environment: https_proxy for TLS, http_proxy
-  /// otherwise (either case), unless no_proxy lists the host or a parent domain, or "*".
-  public static func fromEnvironment(
-    for host: String, secure: Bool,
-    environment: (String) -> String? = { name in
-      getenv(name).map { String(cString: $0) }
-    }
-  ) -> ProxyAddress? {
-    let names = secure ? ["https_proxy", "HTTPS_PROXY"] : ["http_proxy", "HTTP_PROXY"]
-    guard let value = names.lazy.compactMap(environment).first(where: { !$0.isEmpty }) else {
-      return nil
-    }
-    let exclusions = (environment("no_proxy") ?? environment("NO_PROXY") ?? "").split(
-      separator: ",")
-    let target = host.lowercased()
-    for raw in exclusions {
-      var entry = raw.trimmingCharacters(in: " ").lowercased()
-      if entry == "*" { return nil }
-      if entry.hasPrefix(".") { entry.removeFirst() }
-      if let colon = entry.lastIndex(of: ":"), !entry.contains("]"),
-        entry.filter({ $0 == ":" }).count == 1
-      {
-        entry = String(entry[..<colon])
-      }
-      if !entry.isEmpty && (target == entry || target.hasSuffix("." + entry)) { return nil }
-    }
-    return ProxyAddress(url: value)
-  }
-
-  public var description: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
-}
-
-extension Substring {
-  fileprivate func trimmingCharacters(in set: Character) -> String {
-    var s = self
-    while s.first == set { s.removeFirst() }
-    while s.last == set { s.removeLast() }
-    return String(s)
-  }
-}
-
 /// Opens a stream to an endpoint: DNS off the loop, staggered TCP attempts across all
-/// addresses (RFC 8305 "Happy Eyeballs"), then the TLS handshake, all within one deadline.
+/// addresses (RFC 8305 "Happy Eyeballs"), the proxy's tunnel if there is one (`ProxyTunnel`),
+/// then the TLS handshake, all within one deadline.
 public final class Connector {
   /// How long to wait for an attempt before starting the next address in parallel
   /// (RFC 8305 §5 recommends 250 ms).
@@ -310,81 +222,35 @@ public final class Connector {
 
   // MARK: HTTP CONNECT
 
-  private var tunnel: (fd: Int32, watcher: IOWatcher, response: [UInt8], peer: String)?
+  private var tunnel: ProxyTunnel?
+  private var tunnelEstablished = false
 
   /// Asks the proxy for a tunnel to the endpoint; TLS and the upgrade then run inside it.
   private func startTunnel(fd: Int32, peer: String) {
     phase = .proxyConnect
-    let target =
-      endpoint.host.contains(":")
-      ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)"
-    let request = Array("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n".utf8)
-    // The request is tiny and the socket fresh: the kernel takes it whole.
-    let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    guard sent == request.count else {
-      Glibc.close(fd)
-      finish(.failure(.proxyFailed("cannot send CONNECT: \(SystemError.describe(errno))")))
-      return
-    }
     do {
-      let watcher = try loop.watch(fd: fd, events: .readable) { [unowned self] _ in
-        self.readTunnelResponse()
+      tunnel = try ProxyTunnel(
+        loop: loop, fd: fd, peer: peer, host: endpoint.host, port: endpoint.port
+      ) { [unowned self] result in
+        self.tunnelFinished(result)
       }
-      tunnel = (fd, watcher, [], peer)
     } catch {
       Glibc.close(fd)
-      finish(.failure(.system(error)))
+      finish(.failure(error))
     }
   }
 
-  private func readTunnelResponse() {
-    guard var current = tunnel else { return }
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    let n = buffer.withUnsafeMutableBytes { recv(current.fd, $0.baseAddress, $0.count, 0) }
-    if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-    guard n > 0 else {
-      failTunnel("the proxy closed the connection")
-      return
+  private func tunnelFinished(_ result: Result<Void, TransportError>) {
+    guard let tunnel else { return }
+    self.tunnel = nil
+    switch result {
+    case .success:
+      tunnelEstablished = true
+      connected(fd: tunnel.fd, peer: tunnel.peer)
+    case .failure(let error):
+      Glibc.close(tunnel.fd)
+      finish(.failure(error))
     }
-    current.response += buffer[..<n]
-    tunnel = current
-    guard let end = Self.headEnd(current.response) else {
-      if current.response.count > 16 * 1024 { failTunnel("the proxy's answer is too long") }
-      return
-    }
-    let statusLine = String(decoding: current.response.prefix { $0 != 13 }, as: UTF8.self)
-    let parts = statusLine.split(separator: " ", maxSplits: 2)
-    guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1] == "200" else {
-      failTunnel("the proxy refused the tunnel: \(statusLine.prefix(100))")
-      return
-    }
-    guard end == current.response.count else {
-      failTunnel("the proxy sent data before the tunnel was up")
-      return
-    }
-    current.watcher.cancel()
-    tunnel = nil
-    tunnelEstablished = true
-    connected(fd: current.fd, peer: current.peer)
-  }
-
-  private var tunnelEstablished = false
-
-  private func failTunnel(_ reason: String) {
-    guard let current = tunnel else { return }
-    current.watcher.cancel()
-    Glibc.close(current.fd)
-    tunnel = nil
-    finish(.failure(.proxyFailed(reason)))
-  }
-
-  private static func headEnd(_ bytes: [UInt8]) -> Int? {
-    guard bytes.count >= 4 else { return nil }
-    for i in 0...(bytes.count - 4)
-    where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-      return i + 4
-    }
-    return nil
   }
 
   private func continueHandshake() {
@@ -451,7 +317,7 @@ public final class Connector {
         self.handshake = nil
       }
       if let tunnel {
-        tunnel.watcher.cancel()
+        tunnel.cancel()
         Glibc.close(tunnel.fd)
         self.tunnel = nil
       }

@@ -6,10 +6,10 @@ import COpenSSL
 /// libssl and libcrypto, loaded with dlopen when the first TLS context is made.
 ///
 /// A ws:// daemon never needs TLS, yet a linked OpenSSL costs every daemon at start-up: the
-/// dynamic loader maps both libraries and applies their relocations before `main`. Measured
-/// on Debian 12, that is about 1.9 MB of resident memory (a Swift program's peak RSS goes
-/// from 4.8 to 6.7 MB by linking them) and the larger part of the loader's time. Loading them
-/// on first use, as systemd loads its optional libraries, leaves that cost to wss:// alone.
+/// dynamic loader maps both libraries and applies their relocations before `main`, which
+/// costs resident memory and the larger part of the loader's time (README "Performance" has
+/// the figures). A library the daemon may never use is better loaded when it is first
+/// needed: then that cost falls on wss:// daemons alone.
 ///
 /// The function types come from OpenSSL's own declarations (`COpenSSL/shim.h`), so every
 /// call through these pointers is type-checked as a direct call would be.

@@ -1,7 +1,8 @@
 /// A close status code (RFC 6455 §7.4).
 ///
 /// Codes that the RFC does not name, or that were registered later with IANA, are kept
-/// losslessly in `.unknown`, the way NIOWebSocket's `WebSocketErrorCode` does.
+/// losslessly in `.unknown`: a valid code from the peer is reported and echoed exactly as it
+/// came, even one this version has no name for.
 public enum CloseCode: Sendable, Hashable, CustomStringConvertible {
   /// 1000: the purpose of the connection has been fulfilled (RFC 6455 §7.4.1).
   case normalClosure

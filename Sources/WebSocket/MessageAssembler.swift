@@ -96,49 +96,15 @@ public struct MessageAssembler {
     let text = isText(header)
     let compressed = isCompressed(header)
     if case .idle = state {
-      // The validator is at a code point boundary here: the previous message either ended
-      // complete or was reset. It may already hold the state of `inspect(partial:)`.
-      state = .inProgress(opcode: header.opcode, compressed: compressed)
       // The common single-frame uncompressed message is returned without copying.
       if header.fin && !compressed {
-        state = .idle
-        if text {
-          let ok = frame.payload.withUnsafeBytes { raw in
-            validator.validate(UnsafeRawBufferPointer(rebasing: raw[alreadyInspected...]))
-          }
-          guard ok && validator.isComplete else { throw .invalidUTF8 }
-          return .text(frame.payload)
-        }
-        return .binary(frame.payload)
+        return try wholeMessage(frame.payload, text: text, alreadyInspected: alreadyInspected)
       }
+      state = .inProgress(opcode: header.opcode, compressed: compressed)
     }
-
     let before = buffer.count
-    if compressed, let inflater {
-      let limit = maxMessageSize
-      let inflated = frame.payload.withUnsafeBytes { raw in
-        Result { () throws(DeflateError) in
-          try inflater.inflate(raw, isFinal: header.fin, limit: limit, into: &buffer)
-        }
-      }
-      if case .failure(let error) = inflated {
-        reset()
-        if case .limitExceeded = error { throw .messageTooLarge(limit: maxMessageSize) }
-        throw .invalidCompressedData
-      }
-    } else {
-      buffer.append(contentsOf: frame.payload)
-    }
-    if text {
-      let from = before + (compressed ? 0 : alreadyInspected)
-      let ok = buffer.withUnsafeBytes { raw in
-        validator.validate(UnsafeRawBufferPointer(rebasing: raw[from...]))
-      }
-      guard ok else {
-        reset()
-        throw .invalidUTF8
-      }
-    }
+    try append(frame.payload, compressed: compressed, isFinal: header.fin)
+    if text { try validate(from: before + (compressed ? 0 : alreadyInspected)) }
     guard header.fin else { return nil }
     if text && !validator.isComplete {
       reset()
@@ -148,6 +114,53 @@ public struct MessageAssembler {
     buffer = []
     state = .idle
     return text ? .text(payload) : .binary(payload)
+  }
+
+  /// A message in one uncompressed frame: its payload as it is, once its UTF-8 is checked.
+  private mutating func wholeMessage(
+    _ payload: [UInt8], text: Bool, alreadyInspected: Int
+  ) throws(ProtocolViolation) -> Message {
+    guard text else { return .binary(payload) }
+    // The validator is at a code point boundary here: the previous message either ended
+    // complete or was reset. It may already hold the state of `inspect(partial:)`.
+    let ok = payload.withUnsafeBytes { raw in
+      validator.validate(UnsafeRawBufferPointer(rebasing: raw[alreadyInspected...]))
+    }
+    guard ok && validator.isComplete else { throw .invalidUTF8 }
+    return .text(payload)
+  }
+
+  /// Adds a frame's payload to the message in progress, inflated if the message is
+  /// compressed.
+  private mutating func append(_ payload: [UInt8], compressed: Bool, isFinal: Bool)
+    throws(ProtocolViolation)
+  {
+    guard compressed, let inflater else {
+      buffer.append(contentsOf: payload)
+      return
+    }
+    let limit = maxMessageSize
+    let inflated = payload.withUnsafeBytes { raw in
+      Result { () throws(DeflateError) in
+        try inflater.inflate(raw, isFinal: isFinal, limit: limit, into: &buffer)
+      }
+    }
+    if case .failure(let error) = inflated {
+      reset()
+      if case .limitExceeded = error { throw .messageTooLarge(limit: maxMessageSize) }
+      throw .invalidCompressedData
+    }
+  }
+
+  /// Checks the UTF-8 of the message's bytes from `offset` on, continuing from those before.
+  private mutating func validate(from offset: Int) throws(ProtocolViolation) {
+    let ok = buffer.withUnsafeBytes { raw in
+      validator.validate(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+    }
+    guard ok else {
+      reset()
+      throw .invalidUTF8
+    }
   }
 
   /// Drops the message in progress.

@@ -24,7 +24,8 @@ public struct PerMessageDeflateOptions: Sendable, Hashable {
     case value(Int)
   }
 
-  /// Creates options; the defaults offer what Python websockets and browsers offer.
+  /// Creates options; the defaults make the common offer, `permessage-deflate;
+  /// client_max_window_bits` (what browsers send), which any server that compresses accepts.
   public init(
     requestServerNoContextTakeover: Bool = false, offerClientNoContextTakeover: Bool = false,
     requestServerMaxWindowBits: Int? = nil,

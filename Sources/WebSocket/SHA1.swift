@@ -1,8 +1,8 @@
 /// SHA-1 (FIPS 180-4), used only for Sec-WebSocket-Accept (RFC 6455 §4.1).
 ///
 /// Written out rather than taken from OpenSSL: a ws:// connection then never initialises
-/// libcrypto, whose providers and tables would otherwise stay resident (about 2 MB) in a
-/// daemon that needs them only for wss://. The handshake hashes 60 bytes once per connect,
+/// libcrypto, whose providers and tables would otherwise stay resident in a daemon that
+/// needs them only for wss://. The handshake hashes 60 bytes once per connect,
 /// so speed does not matter; the test vectors are in SHA1Tests.
 public enum SHA1 {
   /// The 20-byte digest of `bytes` (never nil; optional for the callers written for OpenSSL).

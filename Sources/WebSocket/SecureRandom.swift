@@ -5,8 +5,8 @@
 ///
 /// Masking keys are drawn for every outgoing frame, so the generator refills a small buffer
 /// instead of asking the kernel for four bytes at a time. It does not go through OpenSSL: a
-/// daemon on ws:// then never initialises libcrypto's DRBG and providers (about 2 MB that
-/// would stay resident), and the kernel's generator is what that DRBG seeds from anyway.
+/// daemon on ws:// then never initialises libcrypto's DRBG and providers (memory that would
+/// stay resident), and the kernel's generator is what that DRBG seeds from anyway.
 public struct SecureRandomGenerator: RandomNumberGenerator {
   private var pool = [UInt64](repeating: 0, count: 64)
   private var index = 64

@@ -38,60 +38,17 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
       throw .invalidCharacter
     }
-    // No Foundation here: find "://" by hand.
-    guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
-      throw .unsupportedScheme(text)
-    }
-    let scheme = text[..<colon].lowercased()
-    let afterScheme = text.index(colon, offsetBy: 3)
-    switch scheme {
-    case "ws": secure = false
-    case "wss": secure = true
-    default: throw .unsupportedScheme(scheme)
-    }
-    var rest = text[afterScheme...]
+    var rest: Substring
+    (secure, rest) = try Self.scheme(of: text)
     if rest.contains("#") { throw .fragmentNotAllowed }
     let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
     let authority = rest[..<authorityEnd]
     rest = rest[authorityEnd...]
     if authority.contains("@") { throw .userInfoNotAllowed }
-
-    var hostPart = Substring(authority)
-    var portPart: Substring?
-    if hostPart.hasPrefix("[") {
-      guard let close = hostPart.firstIndex(of: "]") else { throw .missingHost }
-      let afterBracket = hostPart[hostPart.index(after: close)...]
-      if !afterBracket.isEmpty {
-        guard afterBracket.hasPrefix(":") else { throw .invalidPort(String(afterBracket)) }
-        portPart = afterBracket.dropFirst()
-      }
-      hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-      guard !hostPart.isEmpty else { throw .missingHost }
-      // Brackets hold an IPv6 literal (RFC 3986 §3.2.2), and only one.
-      guard hostPart.contains(":"), !hostPart.contains("[") else {
-        throw .invalidHost("[\(hostPart)]")
-      }
-    } else {
-      if let colon = hostPart.lastIndex(of: ":") {
-        portPart = hostPart[hostPart.index(after: colon)...]
-        hostPart = hostPart[..<colon]
-      }
-      // Outside brackets a host is a name or an IPv4 address: a colon or a bracket left here
-      // is an IPv6 address written without brackets, or a typo.
-      guard !hostPart.contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) else {
-        throw .invalidHost(String(hostPart))
-      }
-    }
+    let (hostPart, portPart) = try Self.hostAndPort(of: authority)
     guard !hostPart.isEmpty else { throw .missingHost }
     host = hostPart.lowercased()
-    if let portPart {
-      guard !portPart.isEmpty, portPart.count <= 5, portPart.allSatisfy(\.isASCII),
-        let value = Int(portPart), (1...65535).contains(value)
-      else { throw .invalidPort(String(portPart)) }
-      port = value
-    } else {
-      port = secure ? 443 : 80
-    }
+    port = try portPart.map(Self.port) ?? (secure ? 443 : 80)
     if rest.isEmpty {
       resource = "/"
     } else if rest.hasPrefix("?") {
@@ -99,6 +56,62 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     } else {
       resource = String(rest)
     }
+  }
+
+  /// Whether the scheme is `wss`, and what follows its `://`.
+  private static func scheme(of text: String) throws(ParseError) -> (
+    secure: Bool, rest: Substring
+  ) {
+    // No Foundation here: find "://" by hand.
+    guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
+      throw .unsupportedScheme(text)
+    }
+    let rest = text[text.index(colon, offsetBy: 3)...]
+    switch text[..<colon].lowercased() {
+    case "ws": return (false, rest)
+    case "wss": return (true, rest)
+    case let scheme: throw .unsupportedScheme(scheme)
+    }
+  }
+
+  /// The authority's host (without brackets) and port text, if it has a port.
+  private static func hostAndPort(of authority: Substring) throws(ParseError) -> (
+    host: Substring, port: Substring?
+  ) {
+    guard authority.hasPrefix("[") else {
+      var host = authority
+      var port: Substring?
+      if let colon = host.lastIndex(of: ":") {
+        port = host[host.index(after: colon)...]
+        host = host[..<colon]
+      }
+      // Outside brackets a host is a name or an IPv4 address: a colon or a bracket left here
+      // is an IPv6 address written without brackets, or a typo.
+      guard !host.contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) else {
+        throw .invalidHost(String(host))
+      }
+      return (host, port)
+    }
+    guard let close = authority.firstIndex(of: "]") else { throw .missingHost }
+    let afterBracket = authority[authority.index(after: close)...]
+    var port: Substring?
+    if !afterBracket.isEmpty {
+      guard afterBracket.hasPrefix(":") else { throw .invalidPort(String(afterBracket)) }
+      port = afterBracket.dropFirst()
+    }
+    let host = authority[authority.index(after: authority.startIndex)..<close]
+    guard !host.isEmpty else { throw .missingHost }
+    // Brackets hold an IPv6 literal (RFC 3986 §3.2.2), and only one.
+    guard host.contains(":"), !host.contains("[") else { throw .invalidHost("[\(host)]") }
+    return (host, port)
+  }
+
+  /// A port number: 1 to 65535 in at most five ASCII digits.
+  private static func port(_ text: Substring) throws(ParseError) -> Int {
+    guard !text.isEmpty, text.count <= 5, text.allSatisfy(\.isASCII),
+      let value = Int(text), (1...65535).contains(value)
+    else { throw .invalidPort(String(text)) }
+    return value
   }
 
   /// Whether the port is the scheme's default, so the Host header may leave it out.

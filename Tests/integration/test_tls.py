@@ -1,8 +1,9 @@
 """OpenSSL is loaded on first use: a ws:// daemon never maps it; a wss:// one loads it and works.
 
 chatlinkd does not link libssl and libcrypto (Transport/OpenSSLLibrary.swift): the dynamic
-loader would map and relocate both before main, about 1.9 MB of resident memory that a ws://
-daemon never uses. The backend here is Tests/Fixtures/ws_server.py with Python's ssl module.
+loader would map and relocate both before main, resident memory that a ws:// daemon never
+uses (README "Performance" has the figure). The backend here is Tests/Fixtures/ws_server.py
+with Python's ssl module.
 """
 
 from __future__ import annotations

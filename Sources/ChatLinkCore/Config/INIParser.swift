@@ -12,7 +12,8 @@ public struct INIAssignment: Sendable, Hashable {
   public var line: Int
 }
 
-/// A configuration error that names where it happened, as systemd's own parsers do.
+/// A configuration error that names the file and line it happened at, so the message points
+/// at what to fix.
 public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The file.
   public var file: String

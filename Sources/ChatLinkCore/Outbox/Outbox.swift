@@ -319,112 +319,11 @@ public final class Outbox {
 
   private func replay() throws(SystemError) {
     let data = try file.readAll()
-    var order: [String] = []
-    var byID: [String: OutboxEntry] = [:]
-    var maxCount: UInt64 = 0
-    var goodLength = 0
-    var offset = 0
-    let keys = ["op", "id", "room", "count", "time", "text"].map { Array($0.utf8) }
-    data.withUnsafeBytes { raw in
-      while offset < raw.count {
-        guard let newline = raw[offset...].firstIndex(of: 0x0A) else { break }  // torn tail
-        let line = UnsafeRawBufferPointer(rebasing: raw[offset..<newline])
-        offset = newline + 1
-        goodLength = offset
-        guard let scan = JSONScanner.scan(line, topLevelKeys: keys) else {
-          corruptLines += 1
-          continue
-        }
-        func string(_ i: Int) -> String? {
-          guard let range = scan.topLevel[i], range.count >= 2, line[range.lowerBound] == 0x22
-          else { return nil }
-          let content = UnsafeRawBufferPointer(
-            rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
-          return String(decoding: JSONString.unescape(content), as: UTF8.self)
-        }
-        func number(_ i: Int) -> UInt64? {
-          guard let range = scan.topLevel[i] else { return nil }
-          return UInt64(
-            String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self))
-        }
-        switch string(0) {
-        case "add":
-          guard let id = string(1), let text = string(5), let count = number(3) else {
-            corruptLines += 1
-            continue
-          }
-          let room = scan.topLevel[2].flatMap { range -> RoomID? in
-            let value = UnsafeRawBufferPointer(rebasing: line[range])
-            return value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
-          }
-          let created = string(4).flatMap { Timestamp(rfc3339: $0) } ?? .now()
-          if byID[id] == nil { order.append(id) }
-          byID[id] = OutboxEntry(id: id, room: room, text: text, count: count, created: created)
-          maxCount = max(maxCount, count)
-        case "ack":
-          if let id = string(1) { byID[id] = nil }
-        case "counter":
-          maxCount = max(maxCount, (number(3) ?? 1) - 1)
-        default:
-          corruptLines += 1
-        }
-      }
-    }
-    if goodLength < data.count { try file.truncate(to: goodLength) }
-    entries = order.compactMap { byID[$0] }
+    let log = OutboxLog(replaying: data)
+    corruptLines = log.corruptLines
+    if log.wholeLinesLength < data.count { try file.truncate(to: log.wholeLinesLength) }
+    entries = log.pending
     head = 0
-    nextCount = maxCount + 1
-  }
-}
-
-/// The outbox log on disk; used by the disk worker after start-up.
-final class OutboxFile: @unchecked Sendable {
-  // @unchecked: the loop uses it only while replaying, before any job is queued; afterwards
-  // only the disk worker touches it, and each write reports the new size to the loop.
-  private var file: AppendFile
-  private let path: String
-
-  init(path: String) throws(SystemError) {
-    self.path = path
-    file = try AppendFile(path: path)
-  }
-
-  /// The log's size (the loop reads it only before the first write job).
-  var size: Int { file.size }
-
-  func readAll() throws(SystemError) -> [UInt8] {
-    try file.read(at: 0, count: file.size)
-  }
-
-  func truncate(to length: Int) throws(SystemError) {
-    try file.truncate(to: length)
-    try file.sync()
-  }
-
-  /// Appends `chunk` (after swapping in the compacted `image`, if any); returns the log's new
-  /// size.
-  func write(_ chunk: [UInt8], sync: Bool, replaceWith image: [UInt8]?) -> Result<Int, SystemError>
-  {
-    do throws(SystemError) {
-      if let image {
-        // Write the compacted image to a new file, make it durable, then swap it in.
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fresh = try AppendFile(path: temporary)
-        try fresh.append(image)
-        try fresh.append(chunk)
-        try fresh.sync()
-        guard rename(temporary, path) == 0 else { throw SystemError.last("rename \(temporary)") }
-        if let slash = path.lastIndex(of: "/") { AppendFile.syncDirectory(String(path[..<slash])) }
-        file.close()
-        file = fresh
-      } else {
-        try file.append(chunk)
-        if sync { try file.sync() }
-      }
-      return .success(file.size)
-    } catch {
-      return .failure(error)
-    }
+    nextCount = log.nextCount
   }
 }

@@ -131,80 +131,84 @@ public enum HistoryReader {
       fd: Int32, start rangeStart: Int, end rangeEnd: Int, block: RoomIndex.Entry?
     ) -> Outcome {
       var end = rangeEnd
+      // The start of a line that began in the chunk before, with a newline put back after it.
       var carry: [UInt8] = []
-      var first = true
-      while end > rangeStart || !carry.isEmpty {
+      while end > rangeStart {
         let start = max(rangeStart, end - Search.chunkSize)
-        let wanted = end - start
-        var done = 0
-        while done < wanted {
-          let n = readBuffer.withUnsafeMutableBytes {
-            pread(fd, $0.baseAddress! + done, wanted - done, off_t(start + done))
-          }
-          if n < 0 && errno == EINTR { continue }
-          if n <= 0 { break }
-          done += n
+        readChunk(fd: fd, start: start, end: end, followedBy: &carry)
+        if end == rangeEnd && !cutAfterLastLine(block: block, atRangeStart: start == rangeStart) {
+          return .indexMismatch
         }
-        chunk.removeAll(keepingCapacity: true)
-        chunk.append(contentsOf: readBuffer[..<done])
-        chunk.append(contentsOf: carry)
-        carry = []
-        if first {
-          first = false
-          if let last = chunk.lastIndex(of: 0x0A) {
-            if block != nil && last != chunk.count - 1 { return .indexMismatch }
-            chunk.removeSubrange((last + 1)...)
-          } else {
-            if block != nil { return .indexMismatch }
-            chunk.removeAll(keepingCapacity: true)
-          }
-          if let block, block.lastSeq != 0 {
-            let lineStart =
-              (HistoryReader.lastNewline(in: chunk, before: chunk.count - 1) ?? -1) + 1
-            let seq = chunk[lineStart...].withUnsafeBytes { StoreRecord.seq(ofLine: $0) }
-            if seq != block.lastSeq && (lineStart > 0 || start == rangeStart) {
-              return .indexMismatch
-            }
-          }
-        }
-        var cursor = chunk.count
-        if cursor > 0 && chunk[cursor - 1] == 0x0A { cursor -= 1 }
-        while cursor > 0 {
-          let previous = HistoryReader.lastNewline(in: chunk, before: cursor)
-          if previous == nil && start > rangeStart {
-            carry = Array(chunk[..<cursor]) + [0x0A]
-            break
-          }
-          let lineStart = previous.map { $0 + 1 } ?? 0
-          let line = chunk[lineStart..<cursor]
-          cursor = previous ?? 0
-          switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
-          case .yes:
-            found.append(Array(line))
-            if found.count >= query.limit { return .done }
-          case .no:
-            continue
-          case .stop:
-            return .done
-          }
-        }
+        if matchLines(lineMayContinueBefore: start > rangeStart, carry: &carry) { return .done }
         end = start
-        if start == rangeStart && carry.isEmpty { break }
-        if start == rangeStart && !carry.isEmpty {
-          // The first line of the range.
-          let line = carry.dropLast()
-          carry = []
-          switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
-          case .yes:
-            found.append(Array(line))
-            if found.count >= query.limit { return .done }
-          case .no: break
-          case .stop: return .done
-          }
-          break
-        }
       }
       return .more
+    }
+
+    /// Fills `chunk` with the file's `[start, end)` and then `carry`, which it empties.
+    private mutating func readChunk(
+      fd: Int32, start: Int, end: Int, followedBy carry: inout [UInt8]
+    ) {
+      let wanted = end - start
+      var done = 0
+      while done < wanted {
+        let n = readBuffer.withUnsafeMutableBytes {
+          pread(fd, $0.baseAddress! + done, wanted - done, off_t(start + done))
+        }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        done += n
+      }
+      chunk.removeAll(keepingCapacity: true)
+      chunk.append(contentsOf: readBuffer[..<done])
+      chunk.append(contentsOf: carry)
+      carry = []
+    }
+
+    /// Drops what follows the last newline of the range's last chunk: the live file may end
+    /// in a line still being written. False when `block` is indexed but the chunk does not
+    /// end as the index says (the file is not the one the index was made for).
+    private mutating func cutAfterLastLine(block: RoomIndex.Entry?, atRangeStart: Bool) -> Bool {
+      if let last = chunk.lastIndex(of: 0x0A) {
+        if block != nil && last != chunk.count - 1 { return false }
+        chunk.removeSubrange((last + 1)...)
+      } else {
+        if block != nil { return false }
+        chunk.removeAll(keepingCapacity: true)
+      }
+      guard let block, block.lastSeq != 0 else { return true }
+      let lineStart = (HistoryReader.lastNewline(in: chunk, before: chunk.count - 1) ?? -1) + 1
+      let seq = chunk[lineStart...].withUnsafeBytes { StoreRecord.seq(ofLine: $0) }
+      // A line that starts the chunk may have begun before it, unless the block starts there.
+      return seq == block.lastSeq || (lineStart == 0 && !atRangeStart)
+    }
+
+    /// Matches the chunk's lines, newest first; true once the query has its answer. When the
+    /// range goes on before the chunk, its first line may be a part: it goes to `carry`, to
+    /// be completed by the next (earlier) chunk.
+    private mutating func matchLines(lineMayContinueBefore: Bool, carry: inout [UInt8]) -> Bool {
+      var cursor = chunk.count
+      if cursor > 0 && chunk[cursor - 1] == 0x0A { cursor -= 1 }
+      while cursor > 0 {
+        let previous = HistoryReader.lastNewline(in: chunk, before: cursor)
+        if previous == nil && lineMayContinueBefore {
+          carry = Array(chunk[..<cursor]) + [0x0A]
+          return false
+        }
+        let lineStart = previous.map { $0 + 1 } ?? 0
+        let line = chunk[lineStart..<cursor]
+        cursor = previous ?? 0
+        switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
+        case .yes:
+          found.append(Array(line))
+          if found.count >= query.limit { return true }
+        case .no:
+          continue
+        case .stop:
+          return true
+        }
+      }
+      return false
     }
   }
 

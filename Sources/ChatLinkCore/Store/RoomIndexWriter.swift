@@ -102,8 +102,9 @@ final class RoomIndexWriter: @unchecked Sendable {
     }
   }
 
-  /// Bytes of unindexed lines `prepare` indexes at most: the default MaxFileSize, about
-  /// 50 ms of reading.
+  /// Bytes of unindexed lines `prepare` indexes at most: the default MaxFileSize, so a live
+  /// file of the default size is indexed whole, and reading it holds up the writes behind it
+  /// only briefly.
   static let catchUpLimit = 64 << 20
 
   /// Records the lines just appended at byte `offset` of the live file.

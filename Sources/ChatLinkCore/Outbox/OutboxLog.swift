@@ -1,0 +1,98 @@
+/// What the outbox log (`outbox.jsonl`) holds, replayed from its bytes at start-up.
+///
+/// The log is JSON lines: `add` (an accepted message with its count), `ack` (a confirmed one,
+/// by client id) and `counter` (written first by a compaction, so counts stay monotonic after
+/// every acknowledged `add` is gone). Replaying reads nothing but the bytes it is given, so
+/// torn and corrupt logs can be tested without a disk; the outbox does the file's part.
+struct OutboxLog {
+  /// Entries added and not acknowledged, oldest first.
+  var pending: [OutboxEntry] { order.compactMap { byID[$0] } }
+  /// The count for the next entry: above every count the log has used.
+  var nextCount: UInt64 { maxCount + 1 }
+  /// Lines that did not parse (logged and skipped).
+  private(set) var corruptLines = 0
+  /// The length of the log's complete lines. A last line without its newline was torn by a
+  /// crash during the write, so the message was never acknowledged: the outbox cuts it off.
+  private(set) var wholeLinesLength = 0
+
+  /// Client ids in the order of their `add` lines.
+  private var order: [String] = []
+  private var byID: [String: OutboxEntry] = [:]
+  private var maxCount: UInt64 = 0
+
+  /// The fields a line may have, in the order the scanner reports them.
+  private enum Key: Int, CaseIterable {
+    case op, id, room, count, time, text
+  }
+  private static let keys = Key.allCases.map { Array("\($0)".utf8) }
+
+  /// Replays a log; an `add` without a time gets the present one.
+  init(replaying data: [UInt8]) {
+    data.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        guard let newline = raw[offset...].firstIndex(of: 0x0A) else { break }  // torn tail
+        apply(UnsafeRawBufferPointer(rebasing: raw[offset..<newline]))
+        offset = newline + 1
+        wholeLinesLength = offset
+      }
+    }
+  }
+
+  private mutating func apply(_ line: UnsafeRawBufferPointer) {
+    guard let scan = JSONScanner.scan(line, topLevelKeys: Self.keys) else {
+      corruptLines += 1
+      return
+    }
+    let fields = Fields(line: line, ranges: scan.topLevel)
+    switch fields.string(.op) {
+    case "add":
+      guard let id = fields.string(.id), let text = fields.string(.text),
+        let count = fields.number(.count)
+      else {
+        corruptLines += 1
+        return
+      }
+      let created = fields.string(.time).flatMap { Timestamp(rfc3339: $0) } ?? .now()
+      if byID[id] == nil { order.append(id) }
+      byID[id] = OutboxEntry(
+        id: id, room: fields.room(.room), text: text, count: count, created: created)
+      maxCount = max(maxCount, count)
+    case "ack":
+      if let id = fields.string(.id) { byID[id] = nil }
+    case "counter":
+      maxCount = max(maxCount, (fields.number(.count) ?? 1) - 1)
+    default:
+      corruptLines += 1
+    }
+  }
+
+  /// One line's values.
+  private struct Fields {
+    let line: UnsafeRawBufferPointer
+    let ranges: JSONScanner.FieldRanges
+
+    func string(_ key: Key) -> String? {
+      guard let range = ranges[key.rawValue], range.count >= 2, line[range.lowerBound] == 0x22
+      else {
+        return nil
+      }
+      let content = UnsafeRawBufferPointer(
+        rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
+      return String(decoding: JSONString.unescape(content), as: UTF8.self)
+    }
+
+    func number(_ key: Key) -> UInt64? {
+      guard let range = ranges[key.rawValue] else { return nil }
+      return UInt64(String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self))
+    }
+
+    /// The room: nil for JSON null (raw mode) and for a value that is no room.
+    func room(_ key: Key) -> RoomID? {
+      ranges[key.rawValue].flatMap { range -> RoomID? in
+        let value = UnsafeRawBufferPointer(rebasing: line[range])
+        return value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
+      }
+    }
+  }
+}

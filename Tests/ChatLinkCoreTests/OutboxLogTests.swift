@@ -1,0 +1,67 @@
+import XCTest
+
+@testable import ChatLinkCore
+
+/// Replaying the outbox log's bytes (`OutboxLog`), without a disk.
+final class OutboxLogTests: XCTestCase {
+  private func replay(_ lines: String...) -> OutboxLog {
+    OutboxLog(replaying: Array(lines.joined().utf8))
+  }
+
+  private func add(_ id: String, count: Int, room: String = "7", text: String = "t") -> String {
+    #"{"op":"add","id":"\#(id)","room":\#(room),"count":\#(count),"#
+      + #""time":"2026-01-01T00:00:00Z","text":"\#(text)"}"# + "\n"
+  }
+
+  private func ack(_ id: String) -> String { #"{"op":"ack","id":"\#(id)"}"# + "\n" }
+
+  func testAnEmptyLogHasNothingPendingAndStartsCountingAtOne() {
+    let log = replay()
+    XCTAssertEqual(log.pending, [])
+    XCTAssertEqual(log.nextCount, 1)
+    XCTAssertEqual(log.corruptLines, 0)
+    XCTAssertEqual(log.wholeLinesLength, 0)
+  }
+
+  func testAddsWithoutAnAckArePendingInOrderWithEveryField() throws {
+    let log = replay(
+      add("a", count: 1, text: #"line\none \"quoted\""#), add("b", count: 2, room: #""ops""#),
+      add("c", count: 3, room: "null"), ack("b"))
+    XCTAssertEqual(log.pending.map(\.id), ["a", "c"])
+    XCTAssertEqual(log.pending.map(\.text), ["line\none \"quoted\"", "t"])
+    XCTAssertEqual(log.pending.map(\.room), [RoomID("7"), nil])
+    XCTAssertEqual(log.pending.map(\.count), [1, 3])
+    XCTAssertEqual(
+      log.pending[0].created, try XCTUnwrap(Timestamp(rfc3339: "2026-01-01T00:00:00Z")))
+    XCTAssertEqual(log.nextCount, 4)
+  }
+
+  func testCountsStayAboveAcknowledgedAddsAndACompactionsCounter() {
+    XCTAssertEqual(replay(add("a", count: 5), ack("a")).nextCount, 6)
+    XCTAssertEqual(replay(#"{"op":"counter","count":9}"# + "\n").nextCount, 9)
+    XCTAssertEqual(replay(#"{"op":"counter","count":9}"# + "\n", add("a", count: 9)).nextCount, 10)
+  }
+
+  func testATornLastLineIsLeftOutOfTheWholeLines() {
+    let whole = add("a", count: 1)
+    let log = replay(whole, #"{"op":"add","id":"b","roo"#)
+    XCTAssertEqual(log.pending.map(\.id), ["a"])
+    XCTAssertEqual(log.wholeLinesLength, whole.utf8.count)
+    XCTAssertEqual(log.corruptLines, 0)
+  }
+
+  func testLinesThatDoNotParseAreCountedAndSkipped() {
+    let log = replay(
+      "garbage\n", #"{"op":"add","id":"x","count":1}"# + "\n", #"{"op":"move"}"# + "\n",
+      add("a", count: 2))
+    XCTAssertEqual(log.corruptLines, 3)
+    XCTAssertEqual(log.pending.map(\.id), ["a"])
+    XCTAssertEqual(log.nextCount, 3)
+  }
+
+  func testALaterAddOfAPendingIDReplacesItInPlace() {
+    let log = replay(add("a", count: 1, text: "old"), add("b", count: 2), add("a", count: 3))
+    XCTAssertEqual(log.pending.map(\.id), ["a", "b"])
+    XCTAssertEqual(log.pending.map(\.count), [3, 2])
+  }
+}
