@@ -30,6 +30,7 @@ test: setup-test lint unit integration autobahn fuzz e2e
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
+	python3 scripts/check-size.py
 	man/check.sh
 
 format:

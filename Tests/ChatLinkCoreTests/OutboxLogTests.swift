@@ -59,9 +59,27 @@ final class OutboxLogTests: XCTestCase {
     XCTAssertEqual(log.nextCount, 3)
   }
 
-  func testALaterAddOfAPendingIDReplacesItInPlace() {
+  func testALaterAddOfAPendingIDReplacesItAndPendingStaysInCountOrder() {
     let log = replay(add("a", count: 1, text: "old"), add("b", count: 2), add("a", count: 3))
-    XCTAssertEqual(log.pending.map(\.id), ["a", "b"])
-    XCTAssertEqual(log.pending.map(\.count), [3, 2])
+    XCTAssertEqual(log.pending.map(\.id), ["b", "a"])
+    XCTAssertEqual(log.pending.map(\.count), [2, 3])
+    XCTAssertEqual(log.pending.map(\.text), ["t", "t"])
+  }
+
+  func testAnIDAddedAgainAfterItsAckIsPendingOnceAtItsNewPlace() {
+    let log = replay(add("a", count: 1), ack("a"), add("b", count: 2), add("a", count: 3))
+    XCTAssertEqual(log.pending.map(\.id), ["b", "a"])
+    XCTAssertEqual(log.pending.map(\.count), [2, 3])
+    XCTAssertEqual(log.nextCount, 4)
+  }
+
+  func testACounterOfZeroOrWithoutACountDoesNotStopTheReplay() {
+    let zero = replay(#"{"op":"counter","count":0}"# + "\n", add("a", count: 1))
+    XCTAssertEqual(zero.pending.map(\.id), ["a"])
+    XCTAssertEqual(zero.nextCount, 2)
+    XCTAssertEqual(zero.corruptLines, 0)
+    let missing = replay(#"{"op":"counter"}"# + "\n", #"{"op":"counter","count":-3}"# + "\n")
+    XCTAssertEqual(missing.corruptLines, 2)
+    XCTAssertEqual(missing.nextCount, 1)
   }
 }

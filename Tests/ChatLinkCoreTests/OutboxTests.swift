@@ -115,6 +115,28 @@ final class OutboxTests: XCTestCase {
     XCTAssertEqual(dir.lines(Outbox.fileName).count, 0)
   }
 
+  func testAClientIDSentTwiceBeforeItIsDurableIsOneMessage() throws {
+    var outbox: Outbox? = try open()
+    var results: [Result<OutboxEntry, OutboxError>] = []
+    // Both in one loop turn: the first is not yet on the disk when the second arrives.
+    outbox?.enqueue(room: RoomID("7"), text: "once", id: "dup-1") { results.append($0) }
+    outbox?.enqueue(room: RoomID("7"), text: "twice", id: "dup-1") { results.append($0) }
+    try spin(loop) { results.count == 2 }
+    // And once more while its disk job is under way (the disk is held meanwhile).
+    disk.submit({ usleep(50_000) }, completion: { _ in })
+    outbox?.enqueue(room: RoomID("7"), text: "x", id: "dup-2") { results.append($0) }
+    try loop.runOnce(timeout: 1000)
+    outbox?.enqueue(room: RoomID("7"), text: "y", id: "dup-2") { results.append($0) }
+    try spin(loop) { results.count == 4 }
+    let entries = try results.map { try $0.get() }
+    XCTAssertEqual(entries.map(\.id), ["dup-1", "dup-1", "dup-2", "dup-2"])
+    XCTAssertEqual(entries.map(\.text), ["once", "once", "x", "x"])
+    XCTAssertEqual(outbox?.pending.map(\.id), ["dup-1", "dup-2"])
+    outbox = nil
+    XCTAssertEqual(try open().pending.map(\.text), ["once", "x"])
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 2)
+  }
+
   func testAcksAndAddsWrittenInOneJobReplayToWhatWasPending() throws {
     var outbox: Outbox? = try open()
     let a = try send(outbox!, "a").get()

@@ -35,7 +35,7 @@ public final class Outbox {
   public static let fileName = "outbox.jsonl"
 
   /// Unconfirmed entries, oldest first (in `count` order).
-  public var pending: ArraySlice<OutboxEntry> { entries[head...] }
+  public var pending: ArraySlice<OutboxEntry> { entries.elements }
   /// The most unconfirmed entries accepted.
   public let maxMessages: Int
   /// Lines that did not parse at start (logged and skipped).
@@ -60,11 +60,11 @@ public final class Outbox {
   private var flushPosted = false
   /// Entries being written by the disk worker: accepted, not yet durable.
   private var inFlightEntries: [OutboxEntry] = []
-  /// The pending entries are `entries[head...]`. Confirmations remove a prefix, so it is
-  /// dropped by moving `head` and reclaimed only once it is the larger part: confirming a
-  /// burst costs what it confirms, not what is still waiting.
-  private var entries: [OutboxEntry] = []
-  private var head = 0
+  /// The pending entries. Confirmations remove a prefix, which costs what they confirm, not
+  /// what is still waiting.
+  private var entries = FIFOBuffer<OutboxEntry>()
+  /// Waiters for entries of the job on the disk, added by repeated client ids (see `enqueue`).
+  private var inFlightWaiters: [Waiter] = []
 
   /// Opens the outbox and replays it: every `add` without an `ack` is pending again.
   public init(loop: EventLoop, disk: BackgroundWorker, directory: String, maxMessages: Int)
@@ -92,7 +92,7 @@ public final class Outbox {
   /// Accepts a message; `completion` runs once it is durable (or refused).
   ///
   /// Sending the same client id again while it is pending is idempotent: the completion gets
-  /// the existing entry.
+  /// the existing entry, once that is durable (it may still be on its way to the disk).
   public func enqueue(
     room: RoomID?, text: String, id: String? = nil,
     completion: @escaping (Result<OutboxEntry, OutboxError>) -> Void
@@ -102,6 +102,7 @@ public final class Outbox {
       if let existing = pending.first(where: { $0.id == id }) {
         return completion(.success(existing))
       }
+      if waitForExisting(id: id, completion: completion) { return }
     }
     guard waitingCount < maxMessages else {
       return completion(.failure(.full(limit: maxMessages)))
@@ -125,6 +126,25 @@ public final class Outbox {
       return completion(.failure(.full(limit: maxMessages)))
     }
     add(room: room, texts: texts, id: nil, completion: completion)
+  }
+
+  /// Attaches `completion` to the entry with this id that is accepted but not yet durable, if
+  /// there is one: the same message is not added twice.
+  private func waitForExisting(
+    id: String, completion: @escaping (Result<OutboxEntry, OutboxError>) -> Void
+  ) -> Bool {
+    let one: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void = { result in
+      completion(result.map { $0[$0.startIndex] })
+    }
+    if let index = batchEntries.firstIndex(where: { $0.id == id }) {
+      batchWaiters.append(Waiter(entries: index..<(index + 1), completion: one))
+      return true
+    }
+    if let index = inFlightEntries.firstIndex(where: { $0.id == id }) {
+      inFlightWaiters.append(Waiter(entries: index..<(index + 1), completion: one))
+      return true
+    }
+    return false
   }
 
   /// Accepted entries not yet confirmed, durable or not: what MaxMessages bounds.
@@ -157,21 +177,9 @@ public final class Outbox {
   /// what a pong confirms (it answers a ping sent after all of them).
   @discardableResult
   public func confirm(through count: UInt64) -> [OutboxEntry] {
-    var end = head
-    while end < entries.count && entries[end].count <= count { end += 1 }
-    guard end > head else { return [] }
-    // A copy, not a slice: a slice would share `entries`' storage, and dropping the
-    // confirmed prefix below would then copy everything still pending.
-    let confirmed = Array(entries[head..<end])
+    let confirmed = entries.removeFirst(while: { $0.count <= count })
+    guard !confirmed.isEmpty else { return [] }
     for entry in confirmed { appendAckLine(entry.id) }
-    head = end
-    if head == entries.count {
-      entries.removeAll(keepingCapacity: entries.capacity <= 4096)
-      head = 0
-    } else if head >= 1024 && head * 2 >= entries.count {
-      entries.removeSubrange(..<head)
-      head = 0
-    }
     scheduleFlush()
     return confirmed
   }
@@ -182,17 +190,8 @@ public final class Outbox {
   /// oldest one and the search stops at once.
   @discardableResult
   public func confirm(id: String) -> OutboxEntry? {
-    guard let index = entries[head...].firstIndex(where: { $0.id == id }) else { return nil }
-    let entry = entries[index]
-    if index == head {
-      head += 1
-      if head == entries.count {
-        entries.removeAll(keepingCapacity: entries.capacity <= 4096)
-        head = 0
-      }
-    } else {
-      entries.remove(at: index)
-    }
+    guard let index = entries.elements.firstIndex(where: { $0.id == id }) else { return nil }
+    let entry = entries.remove(at: index)
     appendAckLine(entry.id)
     scheduleFlush()
     return entry
@@ -300,14 +299,16 @@ public final class Outbox {
   /// The log's size after the last write, as the disk worker reported it.
   private var logSize: Int
 
-  private func finished(_ result: Result<Int, SystemError>, waiters: [Waiter]) {
+  private func finished(_ result: Result<Int, SystemError>, waiters jobWaiters: [Waiter]) {
     inFlight = false
     let written = inFlightEntries
     inFlightEntries = []
+    let waiters = jobWaiters + inFlightWaiters
+    inFlightWaiters = []
     switch result {
     case .success(let size):
       logSize = size
-      entries += written
+      entries.append(contentsOf: written)
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
       if !written.isEmpty { onEnqueued?() }
     case .failure(let error):
@@ -322,8 +323,7 @@ public final class Outbox {
     let log = OutboxLog(replaying: data)
     corruptLines = log.corruptLines
     if log.wholeLinesLength < data.count { try file.truncate(to: log.wholeLinesLength) }
-    entries = log.pending
-    head = 0
+    entries.append(contentsOf: log.pending)
     nextCount = log.nextCount
   }
 }

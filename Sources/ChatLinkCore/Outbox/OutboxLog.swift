@@ -5,8 +5,9 @@
 /// every acknowledged `add` is gone). Replaying reads nothing but the bytes it is given, so
 /// torn and corrupt logs can be tested without a disk; the outbox does the file's part.
 struct OutboxLog {
-  /// Entries added and not acknowledged, oldest first.
-  var pending: [OutboxEntry] { order.compactMap { byID[$0] } }
+  /// Entries added and not acknowledged, in count order (the order they go out in). When an
+  /// id was added twice without an ack between, the later add stands.
+  var pending: [OutboxEntry] { byID.values.sorted { $0.count < $1.count } }
   /// The count for the next entry: above every count the log has used.
   var nextCount: UInt64 { maxCount + 1 }
   /// Lines that did not parse (logged and skipped).
@@ -15,8 +16,6 @@ struct OutboxLog {
   /// crash during the write, so the message was never acknowledged: the outbox cuts it off.
   private(set) var wholeLinesLength = 0
 
-  /// Client ids in the order of their `add` lines.
-  private var order: [String] = []
   private var byID: [String: OutboxEntry] = [:]
   private var maxCount: UInt64 = 0
 
@@ -54,14 +53,18 @@ struct OutboxLog {
         return
       }
       let created = fields.string(.time).flatMap { Timestamp(rfc3339: $0) } ?? .now()
-      if byID[id] == nil { order.append(id) }
       byID[id] = OutboxEntry(
         id: id, room: fields.room(.room), text: text, count: count, created: created)
       maxCount = max(maxCount, count)
     case "ack":
       if let id = fields.string(.id) { byID[id] = nil }
     case "counter":
-      maxCount = max(maxCount, (fields.number(.count) ?? 1) - 1)
+      // The count the next entry gets; a line without one, or with 0, says nothing.
+      guard let next = fields.number(.count) else {
+        corruptLines += 1
+        return
+      }
+      if next > 0 { maxCount = max(maxCount, next - 1) }
     default:
       corruptLines += 1
     }
