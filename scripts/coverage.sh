@@ -14,7 +14,9 @@ llvmcov="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-cov"
   -ignore-filename-regex='(Tests/|\.build/)' >"$bin/codecov/summary.json"
 python3 - "$bin/codecov/summary.json" <<'PY'
 import json, sys, collections
-floors = {"WebSocket": 90.0, "JSON": 90.0, "Varlink": 90.0}  # pure layers, unit-tested without sockets
+floors = {  # pure layers, unit-tested without sockets
+    "WebSocket": 90.0, "JSON": 90.0, "Varlink": 90.0, "LinkCore": 90.0, "ChatLinkAPI": 90.0,
+}
 data = json.load(open(sys.argv[1]))["data"][0]
 per = collections.defaultdict(lambda: [0, 0])
 for f in data["files"]:
