@@ -37,9 +37,9 @@
 #    -Xswiftc instruments and breaks every executable and test of the package), and would
 #    need a package edit for each fuzz target. Plain swiftc needs nothing but the sources.
 #  - Every target a fuzzer imports (ChatLinkCore imports WebSocket, WebSocketClient,
-#    Transport, EventLoop, JSON, Varlink, LinkCore; those import each other and CSystemd,
-#    CSystem, COpenSSL, CZlib) is built as its own module, the way SwiftPM does it: `-parse-as-library
-#    -module-name <Target> -emit-module -wmo -c`, with -sanitize=fuzzer,address, into
+#    Transport, EventLoop, JSON, Varlink, ChatLinkAPI, LinkCore; those import each other and
+#    CSystemd, CSystem, COpenSSL, CZlib) is built as its own module, the way SwiftPM does it:
+#    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with -sanitize=fuzzer,address, into
 #    .build/fuzz/modules/<Target>.{o,swiftmodule}, each after the targets it imports, with -I
 #    for that directory and for the system-library module maps (Sources/CSystemd,
 #    Sources/CSystem, Sources/COpenSSL, Sources/CZlib), and one -package-name as SwiftPM gives. The dependency graph is read from the sources' own
