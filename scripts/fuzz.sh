@@ -39,10 +39,11 @@
 #  - Every target a fuzzer imports (ChatLinkCore imports WebSocket, WebSocketClient,
 #    Transport, EventLoop, JSON, Varlink, ChatLinkAPI, LinkCore; those import each other and
 #    CSystemd, CSystem, COpenSSL, CZlib) is built as its own module, the way SwiftPM does it:
-#    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with -sanitize=fuzzer,address, into
-#    .build/fuzz/modules/<Target>.{o,swiftmodule}, each after the targets it imports, with -I
-#    for that directory and for the system-library module maps (Sources/CSystemd,
-#    Sources/CSystem, Sources/COpenSSL, Sources/CZlib), and one -package-name as SwiftPM gives. The dependency graph is read from the sources' own
+#    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with
+#    -sanitize=fuzzer,address, into .build/fuzz/modules/<Target>.{o,swiftmodule}, each after
+#    the targets it imports, with -I for that directory and for the system-library module maps
+#    (Sources/CSystemd, Sources/CSystem, Sources/COpenSSL, Sources/CZlib), and one
+#    -package-name as SwiftPM gives. The dependency graph is read from the sources' own
 #    `import` lines (imports_of below), so it follows Package.swift without a copy of it.
 #  - The fuzzer file is compiled against those modules and linked with their objects and
 #    -lsystemd -lssl -lcrypto -lz -lm (the modules' link lines ask for the same). varlink
