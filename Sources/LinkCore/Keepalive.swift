@@ -137,7 +137,7 @@ public struct Keepalive: Sendable {
 
   /// The dialect's heartbeat was answered: like a pong for the outstanding probe, which
   /// confirms nothing (such dialects acknowledge sends themselves).
-  public mutating func heartbeatAnswered(now: MonotonicInstant) {
+  public mutating func heartbeatAnswered() {
     guard let probe = outstanding, probe.counter == 0 else { return }
     outstanding = nil
     lastFrame = nil
@@ -182,12 +182,10 @@ public struct Keepalive: Sendable {
     return failed
   }
 
-  /// The dialect-heartbeat variant of `tick`: whether to send the dialect's probe now.
-  public mutating func heartbeatTick(now: MonotonicInstant) -> Bool {
-    guard outstanding == nil else { return false }
+  /// The dialect's heartbeat frame went out (instead of a ping): it is the outstanding probe.
+  public mutating func heartbeatSent(now: MonotonicInstant) {
     outstanding = Probe(counter: 0, sentAt: now, covers: 0)
     lastFrame = nil
-    return true
   }
 
   private mutating func startProbe(now: MonotonicInstant, covers: UInt64) -> UInt64 {

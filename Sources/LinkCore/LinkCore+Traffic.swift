@@ -11,7 +11,7 @@ extension LinkCore {
       actions.append(.store(record, acknowledgement: reading.acknowledgement))
     }
     for reply in reading.replies { actions.append(.send(reply)) }
-    if reading.heartbeatAnswered { keepalive.heartbeatAnswered(now: now) }
+    if reading.heartbeatAnswered { keepalive.heartbeatAnswered() }
     if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
       confirm(sent, &actions)
     }
@@ -70,16 +70,14 @@ extension LinkCore {
   }
 
   /// The interval's probe: the dialect's heartbeat frame, or a WebSocket ping.
+  /// One probe at a time: the dialect is asked for its heartbeat only when none is out.
   private mutating func probe(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    var heartbeatBackend = backend
-    if let frame = heartbeatBackend.heartbeat() {
-      backend = heartbeatBackend
-      guard keepalive.heartbeatTick(now: now) else { return }
+    guard keepalive.outstanding == nil else { return }
+    if let frame = backend.heartbeat() {
+      keepalive.heartbeatSent(now: now)
       actions.append(.send(frame))
     } else if let counter = keepalive.tick(now: now, covers: ledger.lastSentCount) {
       actions.append(.sendPing(Keepalive.payload(counter)))
-    } else {
-      return
     }
     armDeadline(now: now, &actions)
   }

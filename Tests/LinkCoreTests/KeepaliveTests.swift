@@ -98,10 +98,14 @@ final class KeepaliveTests: XCTestCase {
 
   func testADialectHeartbeatIsAnsweredByTheDialectAndConfirmsNothing() {
     var keepalive = Keepalive(interval: .seconds(10), timeout: .seconds(5))
-    XCTAssertTrue(keepalive.heartbeatTick(now: t0))
-    XCTAssertFalse(keepalive.heartbeatTick(now: t0 + .seconds(1)))
-    keepalive.heartbeatAnswered(now: t0 + .seconds(1))
+    keepalive.heartbeatSent(now: t0)
+    XCTAssertEqual(keepalive.outstanding?.counter, 0)
+    XCTAssertEqual(keepalive.deadline, t0 + .seconds(5))
+    keepalive.heartbeatAnswered()
     XCTAssertNil(keepalive.outstanding)
-    XCTAssertTrue(keepalive.heartbeatTick(now: t0 + .seconds(10)))
+    keepalive.heartbeatSent(now: t0 + .seconds(10))
+    XCTAssertEqual(
+      keepalive.deadlineExpired(now: t0 + .seconds(15), readingPaused: false),
+      .dead(failedPings: []))
   }
 }
