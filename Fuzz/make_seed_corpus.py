@@ -832,6 +832,46 @@ def write_dict(path: Path, title: str, words: list[str]) -> None:
     print(f"wrote {len(words)} entries to {os.path.relpath(path)}")
 
 
+# ---------------------------------------------------------------------------- socketio
+
+socketio_seeds: dict[str, bytes] = {}
+
+
+def sio_frame(payload: bytes | str, binary: bool = False) -> bytes:
+    """One frame of Fuzz/SocketIOFuzzer.swift's input: kind, 2-byte length, payload."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    return bytes([1 if binary else 0]) + len(data).to_bytes(2, "big") + data
+
+
+def sio_seed(name: str, flags: int, *frames: bytes) -> None:
+    assert name not in socketio_seeds, name
+    socketio_seeds[name] = bytes([flags]) + b"".join(frames)
+
+
+OPEN = '0{"sid":"e1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}'
+
+
+def socketio_seeds_all() -> None:
+    sio_seed("setup-main", 0, sio_frame(OPEN), sio_frame('40{"sid":"n1"}'), sio_frame("2"))
+    sio_seed("setup-chat", 1, sio_frame(OPEN), sio_frame('40/chat,{"sid":"n1"}'))
+    sio_seed("refused", 0, sio_frame(OPEN), sio_frame('44{"message":"unauthorized"}'))
+    sio_seed("disconnect", 1, sio_frame("41/chat"), sio_frame("1"), sio_frame("6"))
+    sio_seed("events", 0, sio_frame('42["message",{"room_id":7,"text":"hi"}]'),
+             sio_frame('42["m",{"room_id":"ops"},[1,{"a":null}]]'), sio_frame('42[ "t" ]'),
+             sio_frame('4212["ask",{"room_id":7}]'), sio_frame('42["m",\n{"x":"\u00e9"}]'))
+    sio_seed("events-chat", 1, sio_frame('42/chat,3["m",1]'), sio_frame('42/chat["x"]'))
+    sio_seed("acks", 6, sio_frame('432[{"ok":true}]'), sio_frame('433[{"error":"muted"}]'),
+             sio_frame('434[{"error":{"code":4}}]'), sio_frame('431[]'), sio_frame('432[]'))
+    sio_seed("binary-event", 0,
+             sio_frame('452-7["file",{"room_id":7,"a":{"_placeholder":true,"num":0}},'
+                       '{"_placeholder":true,"num":1}]'),
+             sio_frame(b"\x00\x01\x02", binary=True), sio_frame(b"\xff", binary=True))
+    sio_seed("binary-ack", 2, sio_frame('461-2[{"_placeholder":true,"num":0}]'),
+             sio_frame(b"\x01", binary=True))
+    sio_seed("garbage", 0, sio_frame("hello"), sio_frame('{"a":1}'), sio_frame("49"),
+             sio_frame('42{"not":"array"}'), sio_frame("5300-[]"), sio_frame(b"\x09", binary=True))
+
+
 def main() -> int:
     raw_seeds()
     conn_seeds()
@@ -848,6 +888,8 @@ def main() -> int:
     write_corpus(FUZZ / "corpus" / "config", config_seeds)
     write_dict(FUZZ / "config.dict", "Fuzz/ConfigFuzzer.swift: chatlinkd.conf syntax and keys",
                config_dict())
+    socketio_seeds_all()
+    write_corpus(FUZZ / "corpus" / "socketio", socketio_seeds)
     return 0
 
 

@@ -3,6 +3,8 @@ import WebSocket
 
 /// A binary event or ack whose attachments are still arriving, one binary frame each.
 struct PartialBinaryPacket: Sendable {
+  /// The text frame that announced it, stored as it came if its data does not parse.
+  var header: [UInt8]
   var kind: SocketIOPacket.Kind
   var ackID: UInt64?
   /// The packet's JSON data, with `{"_placeholder":true,"num":N}` for each attachment.
@@ -75,7 +77,7 @@ extension SocketIOProtocol {
     partial = nil
     guard let value = try? JSONValue.parse(packet.data) else {
       return Self.unreadable(
-        .text(packet.data), packet.data, "a binary packet whose data is not JSON")
+        .text(packet.header), packet.header, "a binary packet whose data is not JSON")
     }
     let filled = Self.fill(value, with: packet.attachments)
     if packet.kind == .binaryAck {
@@ -83,7 +85,7 @@ extension SocketIOProtocol {
     }
     guard case .array(let items) = filled, case .string(let name)? = items.first else {
       return Self.unreadable(
-        .text(packet.data), packet.data, "a binary event whose data is not [\"name\", …]")
+        .text(packet.header), packet.header, "a binary event whose data is not [\"name\", …]")
     }
     let args = Array(items.dropFirst())
     let record = JSONValue.object([("event", .string(name)), ("args", .array(args))])

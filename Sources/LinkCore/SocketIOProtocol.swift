@@ -232,7 +232,8 @@ public struct SocketIOProtocol: BackendProtocol {
       return acknowledged(packet.ackID, data)
     case .binaryEvent, .binaryAck:
       partial = PartialBinaryPacket(
-        kind: packet.kind, ackID: packet.ackID, data: Array(data), needed: packet.attachments)
+        header: message.bytes, kind: packet.kind, ackID: packet.ackID, data: Array(data),
+        needed: packet.attachments)
       return partial?.isComplete == true ? finishBinary() : ProtocolReading(record: nil)
     }
   }

@@ -230,6 +230,16 @@ final class SocketIOProtocolTests: XCTestCase {
     XCTAssertNotNil(adapter.read(.binary([1])).problem, "the abandoned packet's attachment")
   }
 
+  func testABinaryPacketWhoseDataDoesNotParseIsStoredAsItsHeaderFrame() {
+    var adapter = connected()
+    _ = adapter.read(text(#"451-[not json"#))
+    let reading = adapter.read(.binary([7]))
+    XCTAssertEqual(recordText(reading), #"451-[not json"#)
+    XCTAssertEqual(reading.record?.scan, .notJSON)
+    XCTAssertNotNil(reading.problem)
+    XCTAssertEqual(recordText(adapter.read(text(#"450-[1]"#))), #"450-[1]"#, "no name")
+  }
+
   func testABinaryEventWithoutAttachmentsIsStoredAtOnce() {
     var adapter = connected()
     XCTAssertEqual(
