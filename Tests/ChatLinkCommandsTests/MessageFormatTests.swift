@@ -17,6 +17,20 @@ final class MessageFormatTests: XCTestCase {
       """)
   }
 
+  func testSocketIOEventsShowTheirMessageOrTheirNameAndArguments() throws {
+    func line(_ json: String) throws -> String {
+      Format.message(try StoredRecord(json: try JSONValue.parse(json)), colour: false)
+    }
+    XCTAssertEqual(
+      try line(
+        #"{"seq":1,"time":"2026-12-02T12:00:00.000000Z","dir":"in","room":null,"type":"json","data":{"event":"message","args":[{"room_id":7,"message":"hi","sender":"bob"}]}}"#
+      ), "12:00:00 #7 bob: hi")
+    XCTAssertEqual(
+      try line(
+        #"{"seq":2,"time":"2026-12-02T12:00:00.000000Z","dir":"in","room":"ops","type":"json","data":{"event":"typing","args":["carol",true]}}"#
+      ), #"12:00:00 #ops typing ["carol",true]"#)
+  }
+
   func testHistoryOfNothingIsNoLines() {
     XCTAssertEqual(Format.history([], colour: false), [])
   }

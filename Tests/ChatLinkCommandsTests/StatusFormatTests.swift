@@ -10,6 +10,7 @@ final class StatusFormatTests: XCTestCase {
            State: open
           Status: Connected to ws://127.0.0.1:8765/ (2 rooms) · 12 in, 3 out · outbox 0
              URL: ws://127.0.0.1:8765/
+        Protocol: envelope
            Rooms: 7, ops
       Extensions: permessage-deflate
         Received: 12
@@ -30,6 +31,7 @@ final class StatusFormatTests: XCTestCase {
             State: waiting
            Status: Reconnecting to ws://127.0.0.1:8765/ in 2.5 s · 12 in, 3 out · outbox 1 · last error: connection refused
               URL: ws://127.0.0.1:8765/
+         Protocol: envelope
             Rooms: none
          Retry in: 2.5 s
        Last error: connection refused
@@ -43,6 +45,20 @@ final class StatusFormatTests: XCTestCase {
             Store: /var/lib/chatlink/messages.jsonl
           Version: 0.1.0
       """)
+  }
+
+  func testASocketIOStatusShowsTheSessionAndTheRefusedMessages() throws {
+    var status: DaemonStatus = try typed(Sample.openStatus)
+    status.`protocol` = "socketio"
+    status.session = "n1"
+    status.namespace = "/chat"
+    status.failed = 2
+    status.lastFailure = "a1: muted"
+    let text = Format.status(status, colour: false)
+    XCTAssertTrue(text.contains("\n    Protocol: socketio\n"), text)
+    XCTAssertTrue(text.contains("\n     Session: n1 (namespace /chat)\n"), text)
+    XCTAssertTrue(text.contains("\nLast refused: a1: muted\n"), text)
+    XCTAssertTrue(text.contains("\n     Refused: 2\n"), text)
   }
 
   func testColourMarksTheStateAndTheErrors() throws {

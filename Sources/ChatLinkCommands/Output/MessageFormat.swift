@@ -31,6 +31,7 @@ extension Format {
         room: room, outgoing: outgoing, sender: sender.map(printable),
         text: printable(message.stringValue ?? message.description), isEnvelope: true)
     }
+    if let event = socketIOEvent(record, room: room, outgoing: outgoing) { return event }
     let text: String
     switch record.type {
     case .binary:
@@ -42,6 +43,27 @@ extension Format {
     default:
       text = printable(data.stringValue ?? data.description)
     }
+    return MessageParts(room: room, outgoing: outgoing, sender: nil, text: text, isEnvelope: false)
+  }
+
+  /// A Socket.IO event record, {"event":…,"args":[…]}: a chat message when its first argument
+  /// carries one (`bob: hello`), else the event's name and arguments (`typing ["bob"]`).
+  private static func socketIOEvent(_ record: StoredRecord, room: String, outgoing: Bool)
+    -> MessageParts?
+  {
+    guard record.type == .json, let name = record.data["event"]?.stringValue,
+      let args = record.data["args"]?.arrayValue
+    else { return nil }
+    let first = args.first
+    var room = room
+    if room == "-" { room = roomLabel(first?["room_id"]) }
+    if let message = first?["message"] {
+      let sender = first?["sender"].flatMap { $0.isNull ? nil : ($0.stringValue ?? $0.description) }
+      return MessageParts(
+        room: room, outgoing: outgoing, sender: sender.map(printable),
+        text: printable(message.stringValue ?? message.description), isEnvelope: true)
+    }
+    let text = printable(name) + " " + printable(JSONValue.array(args).description)
     return MessageParts(room: room, outgoing: outgoing, sender: nil, text: text, isEnvelope: false)
   }
 

@@ -11,21 +11,29 @@ extension Format {
       ("State", paint(state, stateStyle(status.state, failing: status.lastError != nil))),
       ("Status", printable(status.text)),
       ("URL", printable(status.url)),
+      ("Protocol", printable(status.protocol)),
       (
         "Rooms", status.rooms.isEmpty ? "none" : status.rooms.map(printable).joined(separator: ", ")
       ),
     ]
     if let subprotocol = status.subprotocol { rows.append(("Subprotocol", printable(subprotocol))) }
     if let extensions = status.extensions { rows.append(("Extensions", printable(extensions))) }
+    if let session = status.session {
+      let namespace = status.namespace.map { " (namespace \(printable($0)))" } ?? ""
+      rows.append(("Session", printable(session) + namespace))
+    }
     if let retry = status.retryIn { rows.append(("Retry in", fixed(retry, 1) + " s")) }
     if let error = status.lastError { rows.append(("Last error", paint(printable(error), .red))) }
+    if let failure = status.lastFailure {
+      rows.append(("Last refused", paint(printable(failure), .red)))
+    }
     if let error = status.storeError {
       rows.append(("Store error", paint(printable(error), .red, .bold)))
     }
+    rows += [("Received", String(status.received)), ("Sent", String(status.sent))]
+    rows.append(("Confirmed", String(status.confirmed)))
+    if status.failed > 0 { rows.append(("Refused", String(status.failed))) }
     rows += [
-      ("Received", String(status.received)),
-      ("Sent", String(status.sent)),
-      ("Confirmed", String(status.confirmed)),
       ("Outbox", String(status.outbox)),
       ("Connects", String(status.connects)),
       ("Last seq", "\(status.lastSeq) (durable \(status.durableSeq))"),
