@@ -703,15 +703,15 @@ def socketio_trial(subject: str, n: int) -> Trial:
         files, newest = [out], out
     seconds = done - connected
     cpu, hwm, src_cpu = cpu_seconds(proc.pid), hwm_mb(proc.pid), cpu_seconds(src.pid)
-    try:
-        client = src_lines.json("client", 10)  # what the client sent: path, auth, its events
-    except (TimeoutError, RuntimeError):
-        client = None
     if poller:
         poller.stop()
         status = poller.client.status()
         poller.client.close()
     stop(proc)
+    try:  # once its client has gone, the source tells what it sent: path, auth, its events
+        client = src_lines.json("client", 10)
+    except (TimeoutError, RuntimeError):
+        client = None
     stop(src)
     load = meter.stop()
     # the same events, each exactly once, the last one last, stored as Socket.IO events

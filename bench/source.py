@@ -14,8 +14,8 @@ per stdout line: {"port": P}, {"connected": T} once the 101 response is written 
 time.monotonic(), the system-wide CLOCK_MONOTONIC), {"sent": T, "bytes": B} when the last frame
 is handed to the kernel, {"closed": T}. In socketio mode {"upgraded": T} marks the 101 response and
 {"connected": T} the moment the client's namespace connect is answered, just before the flood
-(the handshake's round trips are not the client's throughput), and {"client": {...}} tells what
-the client sent (path, auth payload, events it emitted). A reader thread answers pings (between whole chunks of
+(the handshake's round trips are not the client's throughput), and {"client": {...}}, once the
+client has closed, what it sent (path, auth payload, events it emitted). A reader thread answers pings (between whole chunks of
 frames, so frames never interleave) and the close handshake.
 
 The flood is encoded before the client connects and written with sendall() in 1 MiB chunks, so
@@ -387,6 +387,7 @@ def socketio(blob_path: str) -> None:
             connection.send(blob[start:end])
             start = end
         report(sent=time.monotonic(), bytes=len(blob))
+        connection.closed.wait()  # then tell what the client sent, its later events too
         report(client=dict(client, path=connection.target))
 
     serve(False, body, socketio_path_problem, upgraded_key="upgraded")
