@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: ChatLink's benchmark suite (issue 6), not part of `make test`.
 #
-#   bench/run.sh                  the full run (about 10 minutes on 2 cores)
+#   bench/run.sh                  the full run (about 12 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 2 minutes
 #   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
