@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: ChatLink's benchmark suite (issue 6), not part of `make test`.
 #
-#   bench/run.sh                  the full run (about 10 minutes on 2 cores)
+#   bench/run.sh                  the full run (about 12 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 2 minutes
-#   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle)
+#   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
 #   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
 #
@@ -21,6 +21,12 @@ python="$repo/.venv/bin/python"
 if [ ! -x "$python" ] || ! "$python" -c "import websockets, varlink" 2>/dev/null; then
   echo "bench: $repo/.venv lacks websockets/varlink; run scripts/setup.sh --test first" >&2
   exit 2
+fi
+# The Socket.IO peer (python-socketio's AsyncClient on aiohttp), pinned in bench/requirements.txt.
+if ! "$python" -c "import socketio, aiohttp" 2>/dev/null; then
+  echo "bench: installing the Socket.IO peer's packages (bench/requirements.txt) into .venv" >&2
+  "$python" -m pip install -q --disable-pip-version-check -r bench/requirements.txt >&2 ||
+    echo "bench: could not install them; the socketio scenario will fail" >&2
 fi
 if ! command -v go >/dev/null || [ ! -d /usr/share/gocode/src/github.com/gorilla/websocket ]; then
   echo "bench: installing the Go peer's packages (golang, golang-github-gorilla-websocket-dev)" >&2
