@@ -128,13 +128,15 @@ public struct StoredRecord: JSONRepresentable {
   public var type: PayloadType
   /// The client message id of an outgoing message.
   public var id: String?
+  /// What the protocol keeps besides the payload (MQTT: QoS, retain, properties), an object.
+  public var meta: JSONValue?
   /// The payload.
   public var data: JSONValue
 
   /// Creates a record.
   public init(
     seq: Int, time: String, direction: Direction, room: JSONValue?, type: PayloadType,
-    id: String? = nil, data: JSONValue
+    id: String? = nil, meta: JSONValue? = nil, data: JSONValue
   ) {
     self.seq = seq
     self.time = time
@@ -142,6 +144,7 @@ public struct StoredRecord: JSONRepresentable {
     self.room = room
     self.type = type
     self.id = id
+    self.meta = meta
     self.data = data
   }
 
@@ -160,17 +163,20 @@ public struct StoredRecord: JSONRepresentable {
     }
     type = PayloadType(rawValue: try object.string("type"))
     id = try object.optionalString("id")
+    meta = object.optional("meta").flatMap { $0.isNull ? nil : $0 }
+    if let meta, meta.objectValue == nil { throw object.wrong("meta", "must be an object") }
     data = try object.present("data")
   }
 
   /// The object as the store line holds it: `room` null when there is none, `id` only on
-  /// outgoing messages.
+  /// outgoing messages, `meta` only when the protocol keeps some.
   public var json: JSONValue {
     var members: [(key: String, value: JSONValue)] = [
       ("seq", .int(Int64(seq))), ("time", .string(time)), ("dir", .string(direction.rawValue)),
       ("room", room ?? .null), ("type", .string(type.rawValue)),
     ]
     if let id { members.append(("id", .string(id))) }
+    if let meta { members.append(("meta", meta)) }
     members.append(("data", data))
     return .object(members)
   }

@@ -32,6 +32,9 @@ public protocol BackendProtocol {
   var maxFrameSize: Int? { get }
   /// The dialect's own session on this connection, for status.
   var session: ProtocolSession? { get }
+  /// The most sent messages the backend accepts unconfirmed at once (MQTT's receive
+  /// maximum); the outbox waits for confirmations beyond it. Nil: no limit.
+  var maxInFlight: Int? { get }
 
   /// Starts the dialect on a new connection: the frames that open its session, and whether the
   /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
@@ -40,6 +43,9 @@ public protocol BackendProtocol {
   mutating func join(_ room: RoomID) -> Message?
   /// The frame that leaves a room, if the dialect has one.
   mutating func leave(_ room: RoomID) -> Message?
+  /// Why `entry` cannot be sent at all with this dialect (e.g. no topic), or nil: such an
+  /// entry fails instead of going out.
+  func refusal(of entry: OutboxEntry) -> String?
   /// The frame that carries an outbox entry.
   mutating func encode(_ entry: OutboxEntry) -> Message
   /// The dialect's own keepalive probe, sent every PingIntervalSec instead of a WebSocket ping;
@@ -57,6 +63,8 @@ extension BackendProtocol {
   public var framesAreSingleLineJSON: Bool { false }
   public var maxFrameSize: Int? { nil }
   public var session: ProtocolSession? { nil }
+  public var maxInFlight: Int? { nil }
+  public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
   public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
     ProtocolOpening(frames: [], ready: true)
@@ -131,6 +139,9 @@ public struct InboundMessage: Sendable {
   public var scan: PayloadScan
   /// The room as raw JSON, when the dialect names one.
   public var room: [UInt8]?
+  /// What the dialect keeps besides the payload, as a JSON object (MQTT's QoS and
+  /// properties), stored as the record's `meta`.
+  public var meta: [UInt8]?
 
   /// Creates a record's content.
   public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil) {
@@ -148,10 +159,16 @@ public struct ProtocolReading: Sendable {
     case ready
     /// The backend refused the session (e.g. bad credentials in the dialect's own handshake).
     case refused(String)
+    /// The backend broke the dialect's rules (a malformed packet): the connection ends and is
+    /// retried with the usual backoff.
+    case broken(String)
   }
 
   /// The record to store; nil for the dialect's own control frames.
   public var record: InboundMessage?
+  /// Further records from the same frame (a broker may pack several messages in one), each
+  /// with its acknowledgement, stored after `record`.
+  public var moreRecords: [(record: InboundMessage, acknowledgement: Message?)] = []
   /// A frame to send once `record` is durable (the dialect's delivery acknowledgement).
   public var acknowledgement: Message?
   /// The client id of one of our messages, when this frame echoes it.

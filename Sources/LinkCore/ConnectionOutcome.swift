@@ -26,6 +26,9 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
   case closed(CloseInfo)
   /// The backend protocol refused the session after the upgrade (its own handshake).
   case sessionRefused(String)
+  /// The backend broke its protocol's rules (a malformed packet): nothing after it can be
+  /// trusted, so the connection ended.
+  case protocolViolation(String)
   /// We gave the attempt up ourselves (a reconnect or stop request).
   case cancelled
 
@@ -39,6 +42,7 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
     case .timedOut(let phase, let after): "timed out after \(after.secondsText) s while \(phase)"
     case .closed(let info): "\(info)"
     case .sessionRefused(let reason): "the backend refused the session: \(reason)"
+    case .protocolViolation(let reason): "the backend broke its protocol: \(reason)"
     case .cancelled: "cancelled"
     }
   }

@@ -10,6 +10,10 @@ extension LinkCore {
       counters.received += 1
       actions.append(.store(record, acknowledgement: reading.acknowledgement))
     }
+    for (record, acknowledgement) in reading.moreRecords {
+      counters.received += 1
+      actions.append(.store(record, acknowledgement: acknowledgement))
+    }
     for reply in reading.replies { actions.append(.send(reply)) }
     if reading.heartbeatAnswered { keepalive.heartbeatAnswered() }
     if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
@@ -36,6 +40,11 @@ extension LinkCore {
       endingBecause = .sessionRefused(reason)
       connection = .closing
       actions.append(.close(.normalClosure, reason: "session refused"))
+    case .broken(let reason)?:
+      guard current == .settingUp || current == .ready else { break }
+      endingBecause = .protocolViolation(reason)
+      connection = .closing
+      actions.append(.close(.protocolError, reason: "protocol error"))
     case nil: break
     }
   }
@@ -43,12 +52,21 @@ extension LinkCore {
   private mutating func confirm(_ sent: DeliveryLedger.Sent, _ actions: inout [LinkAction]) {
     counters.confirmed += 1
     actions.append(.confirmed(sent))
+    resumeHeldOutbox(&actions)
   }
 
   private mutating func fail(_ entry: OutboxEntry, _ reason: String, _ actions: inout [LinkAction])
   {
     counters.failed += 1
     actions.append(.failed(entry, reason: reason))
+    resumeHeldOutbox(&actions)
+  }
+
+  /// A confirmation made room under the dialect's in-flight limit: send what waited for it.
+  private mutating func resumeHeldOutbox(_ actions: inout [LinkAction]) {
+    guard outboxHeld, connection == .ready else { return }
+    outboxHeld = false
+    actions.append(.requestOutbox)
   }
 
   mutating func pong(_ payload: [UInt8], now: MonotonicInstant, _ actions: inout [LinkAction]) {
@@ -167,12 +185,23 @@ extension LinkCore {
     var buffered = buffered
     var wrote = false
     while index < pending.endIndex {
+      if let limit = backend.maxInFlight, ledger.unconfirmedCount >= limit {
+        // The backend allows no more unconfirmed messages: the next confirmation resumes.
+        outboxHeld = true
+        break
+      }
       if buffered > settings.sendBufferLimit {
         // Let the socket drain before queuing more; come back shortly.
         actions.append(.arm(.sendRetry, after: settings.sendRetryDelay))
         break
       }
       let entry = pending[index]
+      if let reason = backend.refusal(of: entry) {
+        ledger.skip(entry)
+        fail(entry, reason, &actions)
+        index += 1
+        continue
+      }
       let frame = backend.encode(entry)
       if let limit = backend.maxFrameSize, frame.bytes.count > limit {
         // Sent, it would end the connection; unsent, it would hold up the rest.

@@ -60,6 +60,8 @@ public struct LinkCore {
   /// What the connection's end will be reported as when we end it ourselves (a refused
   /// session is closed politely, and its close frame is not the reason).
   var endingBecause: ConnectionOutcome?
+  /// The outbox stopped at the dialect's in-flight limit; a confirmation asks for it again.
+  var outboxHeld = false
 
   /// Creates the core; `.start` connects. `random` drives the backoff's jitter.
   public init(
@@ -132,7 +134,6 @@ public struct LinkCore {
     connection = .settingUp
     negotiated = result
     openedAt = now
-    counters.connects += 1
     lastError = nil
     actions.append(.report(.connected(result)))
     let opening = backend.open(result)
@@ -152,6 +153,8 @@ public struct LinkCore {
   mutating func sessionReady(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard connection == .settingUp else { return }
     connection = .ready
+    // A connection counts once its session is usable: a refused set-up is not one.
+    counters.connects += 1
     if keepalive.outstanding != nil {
       // The set-up's deadline is over; the backend's heartbeat (if it sends one) goes on.
       keepalive.heartbeatAnswered()
@@ -183,6 +186,7 @@ public struct LinkCore {
   mutating func connectionEnded(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     connection = nil
     endingBecause = nil
+    outboxHeld = false
     for timer in [LinkTimer.keepalive, .pongDeadline, .sendRetry] {
       actions.append(.disarm(timer))
     }

@@ -63,7 +63,8 @@ public enum ReconnectPolicy {
       return httpRule(head, receivedAt: receivedAt)
     case .handshakeFailed(let error):
       return Rule(delay: .backoff, problem: "handshake failed: \(error)")
-    case .certificateRejected, .resolutionFailed, .tlsFailed, .connectionFailed, .timedOut:
+    case .certificateRejected, .resolutionFailed, .tlsFailed, .connectionFailed, .timedOut,
+      .protocolViolation:
       return Rule(delay: .backoff, problem: outcome.description)
     case .closed(let info):
       return closeRule(info)

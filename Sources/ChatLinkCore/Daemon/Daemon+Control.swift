@@ -131,7 +131,8 @@ extension Daemon: ControlTarget {
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
       service.publishMessage(
         StoreRecord(
-          seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
+          seq: seq, time: time, direction: .inbound, room: inbound.room, meta: inbound.meta,
+          payload: inbound.payload),
         scan: inbound.scan, room: room, namedEvents: namedEvents)
     }
     link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }

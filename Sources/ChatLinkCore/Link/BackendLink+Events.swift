@@ -72,8 +72,8 @@ extension BackendLink {
   func storeInbound(_ record: InboundMessage, _ acknowledgement: Message?) {
     let time = Timestamp.now()
     let seq = store.append(
-      direction: .inbound, room: record.room, payload: record.payload, scan: record.scan,
-      time: time)
+      direction: .inbound, room: record.room, meta: record.meta, payload: record.payload,
+      scan: record.scan, time: time)
     if case .notJSON = record.scan {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }

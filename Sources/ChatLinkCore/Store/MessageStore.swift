@@ -176,13 +176,14 @@ public final class MessageStore {
   /// Appends a record; returns its seq. It becomes durable asynchronously (`onDurable`).
   @discardableResult
   public func append(
-    direction: StoreRecord.Direction, room: [UInt8]?, clientID: String? = nil, payload: Message,
-    scan: PayloadScan = .unscanned, time: Timestamp = .now()
+    direction: StoreRecord.Direction, room: [UInt8]?, clientID: String? = nil,
+    meta: [UInt8]? = nil, payload: Message, scan: PayloadScan = .unscanned,
+    time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
     let record = StoreRecord(
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
-      payload: payload)
+      meta: meta, payload: payload)
     let before = buffer.count
     record.appendLine(to: &buffer, scan: scan, formatter: &timeFormatter)
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash

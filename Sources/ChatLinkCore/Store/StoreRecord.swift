@@ -11,7 +11,8 @@ import WebSocket
 /// ```
 /// `type` says how `data` holds the payload losslessly: `json` embeds the backend's JSON
 /// (minified if it spanned lines), `text` is a JSON string, `binary` is base64. `id` is the
-/// client message id of outgoing messages.
+/// client message id of outgoing messages; `meta` (an object) what a protocol keeps besides
+/// the payload (MQTT's QoS, retain flag and properties), only when it keeps some.
 public struct StoreRecord: Sendable, Hashable {
   /// Inbound or outbound.
   public enum Direction: String, Sendable, Hashable {
@@ -34,19 +35,22 @@ public struct StoreRecord: Sendable, Hashable {
   public var room: [UInt8]?
   /// The client message id of an outbound message.
   public var clientID: String?
+  /// A JSON object the protocol keeps besides the payload.
+  public var meta: [UInt8]?
   /// The payload.
   public var payload: Message
 
   /// Creates a record.
   public init(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: String? = nil,
-    payload: Message
+    meta: [UInt8]? = nil, payload: Message
   ) {
     self.seq = seq
     self.time = time
     self.direction = direction
     self.room = room
     self.clientID = clientID
+    self.meta = meta
     self.payload = payload
   }
 
@@ -60,6 +64,7 @@ public struct StoreRecord: Sendable, Hashable {
   private static let typeText: StaticString = #","type":"text""#
   private static let typeBinary: StaticString = #","type":"binary""#
   private static let idKey: StaticString = #","id":"#
+  private static let metaKey: StaticString = #","meta":"#
   private static let dataKey: StaticString = #","data":"#
 
   /// Appends the record as one JSON line, newline included.
@@ -118,10 +123,16 @@ public struct StoreRecord: Sendable, Hashable {
     out.append(0x0A)
   }
 
+  /// The members between `type` and `data`: the client id and the meta object, when set.
   private func appendID(to out: inout [UInt8]) {
-    guard let clientID else { return }
-    out.append(Self.idKey)
-    JSONString.append(clientID, to: &out)
+    if let clientID {
+      out.append(Self.idKey)
+      JSONString.append(clientID, to: &out)
+    }
+    if let meta {
+      out.append(Self.metaKey)
+      out.append(contentsOf: meta)
+    }
   }
 
   /// The seq of a stored line, read from its fixed prefix; nil if the line is not ours.

@@ -1,0 +1,180 @@
+import JSON
+import WebSocket
+
+/// What the broker sends: packets out of binary frames, and what each one means.
+extension MQTTProtocol {
+  public mutating func read(_ message: Message) -> ProtocolReading {
+    var reading = ProtocolReading(record: nil)
+    guard case .binary(let bytes) = message else {
+      reading.session = .broken("a text frame (MQTT travels in binary frames)")
+      return reading
+    }
+    decoder.append(bytes)
+    do {
+      while let packet = try decoder.next() {
+        handle(packet, into: &reading)
+        if reading.session != nil && reading.session != .ready { break }
+      }
+    } catch {
+      reading.session = .broken(error.description)
+    }
+    return reading
+  }
+
+  private mutating func handle(_ packet: MQTTPacket, into reading: inout ProtocolReading) {
+    switch packet {
+    case .connack(let present, let code, let properties):
+      guard code == 0 else {
+        reading.session = .refused(Self.refusal(connack: code, properties.reasonString))
+        return
+      }
+      connected = true
+      sessionPresent = present
+      if !present { sessionFilters = [] }
+      receiveMaximum = properties.receiveMaximum.map(Int.init)
+      brokerMaximumPacketSize = properties.maximumPacketSize.map(Int.init)
+      reading.session = .ready
+    case .publish(let message):
+      received(message, into: &reading)
+    case .pubrel(let id, _):
+      reading.replies.append(frame(.pubcomp(packetID: id, reasonCode: 0)))
+    case .puback(let id, let code, let properties):
+      acknowledged(id, code, properties, into: &reading)
+    case .suback(let id, let codes, let properties):
+      guard let filter = awaitedSubscriptions.removeValue(forKey: id) else { return }
+      if let code = codes.first, code >= 0x80 {
+        reading.problem =
+          "the broker refused the subscription to '\(filter)': "
+          + Self.reason(code, properties.reasonString)
+      } else {
+        sessionFilters.insert(filter)
+      }
+    case .unsuback(let id, _):
+      awaitedSubscriptions.removeValue(forKey: id)
+    case .pingresp:
+      reading.heartbeatAnswered = true
+    case .disconnect(let code, let properties):
+      let text = "the broker disconnected: " + Self.reason(code, properties.reasonString)
+      if Self.refusalCodes.contains(code) {
+        reading.session = .refused(text)
+      } else {
+        reading.problem = text
+      }
+    case .auth:
+      reading.session = .broken("extended authentication (AUTH) is not supported")
+    case .pubrec(let id, _), .pubcomp(let id, _):
+      reading.problem = "a QoS 2 acknowledgement for packet id \(id); nothing is sent at QoS 2"
+    case .connect, .subscribe, .unsubscribe, .pingreq:
+      reading.problem = "a packet only clients send"
+    }
+  }
+
+  /// An inbound message: its record, acknowledged (QoS 1 and 2) once durable.
+  private func received(_ message: MQTTPublish, into reading: inout ProtocolReading) {
+    let record = Self.record(message)
+    var acknowledgement: Message?
+    if let id = message.packetID {
+      acknowledgement =
+        message.qos == 1
+        ? frame(.puback(packetID: id, reasonCode: 0, properties: MQTTProperties()))
+        : frame(.pubrec(packetID: id, reasonCode: 0))
+    }
+    if reading.record == nil {
+      reading.record = record
+      reading.acknowledgement = acknowledgement
+    } else {
+      reading.moreRecords.append((record, acknowledgement))
+    }
+  }
+
+  /// A PUBACK: our message arrived (or, MQTT 5, was refused with a reason code).
+  private mutating func acknowledged(
+    _ id: UInt16, _ code: UInt8, _ properties: MQTTProperties,
+    into reading: inout ProtocolReading
+  ) {
+    guard let count = awaitedPublishes.removeValue(forKey: id) else {
+      reading.problem = "a PUBACK for packet id \(id), which is not in flight"
+      return
+    }
+    if code < 0x80 {
+      reading.delivered.append(count)
+    } else {
+      reading.failed.append(
+        DeliveryFailure(count: count, reason: Self.reason(code, properties.reasonString)))
+    }
+  }
+
+  /// Disconnect reasons that will not go away by reconnecting at once.
+  static let refusalCodes: Set<UInt8> = [0x86, 0x87, 0x8A, 0x8C, 0x9C, 0x9D]
+
+  /// The record of an inbound message: the topic as the room, the payload as it came, and
+  /// the MQTT details as `meta`.
+  static func record(_ message: MQTTPublish) -> InboundMessage {
+    var room: [UInt8] = []
+    JSONString.append(message.topic, to: &room)
+    var record: InboundMessage
+    if UTF8Validator.isValid(message.payload) {
+      let scan = message.payload.withUnsafeBytes {
+        JSONScanner.scan($0, knownUTF8: true, maxDepth: JSONScanner.embeddedMaxDepth)
+      }
+      record = InboundMessage(payload: .text(message.payload), scan: PayloadScan(scan), room: room)
+    } else {
+      record = InboundMessage(payload: .binary(message.payload), scan: .unscanned, room: room)
+    }
+    record.meta = meta(message)
+    return record
+  }
+
+  /// `{"qos":1,"retain":true,…}`: what the store keeps besides the payload.
+  static func meta(_ message: MQTTPublish) -> [UInt8] {
+    let p = message.properties
+    var members: [(key: String, value: JSONValue)] = [("qos", .int(Int64(message.qos)))]
+    if message.retain { members.append(("retain", .bool(true))) }
+    if message.duplicate { members.append(("dup", .bool(true))) }
+    if let value = p.contentType { members.append(("content_type", .string(value))) }
+    if let value = p.responseTopic { members.append(("response_topic", .string(value))) }
+    if let value = p.correlationData {
+      members.append(("correlation_data", .string(Base64.encode(value))))
+    }
+    if !p.userProperties.isEmpty {
+      let pairs = p.userProperties.map { JSONValue.array([.string($0.name), .string($0.value)]) }
+      members.append(("user_properties", .array(pairs)))
+    }
+    if let value = p.messageExpiry { members.append(("message_expiry", .int(Int64(value)))) }
+    if !p.subscriptionIDs.isEmpty {
+      members.append(("subscription_ids", .array(p.subscriptionIDs.map { .int(Int64($0)) })))
+    }
+    return JSONValue.object(members).bytes
+  }
+
+  /// A refused CONNACK as the operator should read it.
+  static func refusal(connack code: UInt8, _ reasonString: String?) -> String {
+    let text: String
+    switch code {
+    case 1, 0x84: text = "the broker does not speak this MQTT version (set [MQTT] Version=)"
+    case 2, 0x85: text = "the broker refused the client id (set [MQTT] ClientID=)"
+    case 3, 0x88, 0x89: text = "the broker is unavailable"
+    case 4, 0x86: text = "bad user name or password; check Username= and TokenFile="
+    case 5, 0x87: text = "not authorized"
+    case 0x8A: text = "this client is banned"
+    default: text = reason(code, nil)
+    }
+    let detail = reasonString.map { " (\($0))" } ?? ""
+    return "the MQTT broker refused the connection: \(text)\(detail), code \(code)"
+  }
+
+  /// An MQTT 5 reason code as text.
+  static func reason(_ code: UInt8, _ reasonString: String?) -> String {
+    let names: [UInt8: String] = [
+      0x80: "unspecified error", 0x81: "malformed packet", 0x82: "protocol error",
+      0x83: "implementation specific error", 0x87: "not authorized", 0x8B: "server shutting down",
+      0x8D: "keep alive timeout", 0x8E: "session taken over", 0x8F: "topic filter invalid",
+      0x90: "topic name invalid", 0x93: "receive maximum exceeded", 0x95: "packet too large",
+      0x97: "quota exceeded", 0x99: "payload format invalid", 0x9A: "retain not supported",
+      0x9B: "QoS not supported", 0x9E: "shared subscriptions not supported",
+      0xA1: "subscription identifiers not supported", 0xA2: "wildcard subscriptions not supported",
+    ]
+    let name = names[code] ?? "reason code 0x\(String(code, radix: 16))"
+    return reasonString.map { "\(name): \($0)" } ?? name
+  }
+}

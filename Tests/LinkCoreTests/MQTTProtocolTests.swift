@@ -1,0 +1,195 @@
+import LinkCore
+import WebSocket
+import XCTest
+
+/// The MQTT dialect on its own: what it sends, and what each broker packet means.
+final class MQTTProtocolTests: XCTestCase {
+  private let broker = MQTTEncoder(version: .v5)
+
+  private func adapter(_ configure: (inout MQTTProtocol.Settings) -> Void = { _ in })
+    -> MQTTProtocol
+  {
+    var settings = MQTTProtocol.Settings()
+    settings.clientID = "chatlink-1"
+    settings.username = "u"
+    settings.password = Array("tok".utf8)
+    configure(&settings)
+    return MQTTProtocol(settings)
+  }
+
+  private func packets(_ message: Message?, version: MQTTVersion = .v5) -> [MQTTPacket] {
+    guard let message else { return [] }
+    var decoder = MQTTDecoder(version: version, maximumPacketSize: 1 << 24)
+    decoder.append(message.bytes)
+    var out: [MQTTPacket] = []
+    while let packet = try? decoder.next() { out.append(packet) }
+    return out
+  }
+
+  private func connected(
+    present: Bool = false, receiveMaximum: UInt16? = nil,
+    _ configure: (inout MQTTProtocol.Settings) -> Void = { _ in }
+  ) -> MQTTProtocol {
+    var adapter = adapter(configure)
+    _ = adapter.open(handshake())
+    var properties = MQTTProperties()
+    properties.receiveMaximum = receiveMaximum
+    let reading = adapter.read(
+      .binary(
+        broker.encode(.connack(sessionPresent: present, reasonCode: 0, properties: properties))))
+    XCTAssertEqual(reading.session, .ready)
+    return adapter
+  }
+
+  func testTheSessionOpensWithAConnectCarryingTheClientIDAndToken() {
+    var adapter = adapter()
+    XCTAssertEqual(adapter.offeredSubprotocols, ["mqtt"])
+    let opening = adapter.open(handshake())
+    XCTAssertFalse(opening.ready)
+    guard case .connect(let connect)? = packets(opening.frames.first).first else {
+      return XCTFail("no CONNECT")
+    }
+    XCTAssertEqual(connect.clientID, "chatlink-1")
+    XCTAssertEqual(connect.password, Array("tok".utf8))
+    XCTAssertFalse(connect.cleanStart)
+    XCTAssertEqual(connect.properties.sessionExpiry, 7 * 86400)
+    XCTAssertEqual(connect.keepAlive, 30)
+  }
+
+  func testARefusedConnackIsARefusalTheOperatorCanAct() {
+    for (code, text) in [(UInt8(0x86), "bad user name or password"), (0x87, "not authorized")] {
+      var adapter = adapter()
+      _ = adapter.open(handshake())
+      let reading = adapter.read(
+        .binary(
+          broker.encode(.connack(sessionPresent: false, reasonCode: code, properties: .init()))))
+      guard case .refused(let reason)? = reading.session else { return XCTFail("\(code)") }
+      XCTAssertTrue(reason.contains(text), reason)
+    }
+  }
+
+  func testRoomsAreSubscribedAndARefusedSubscriptionIsReported() {
+    var adapter = connected()
+    guard case .subscribe(let id, let filters, _)? = packets(adapter.join(RoomID("chat/#")!)).first
+    else { return XCTFail("no SUBSCRIBE") }
+    XCTAssertEqual(filters, [MQTTSubscription(filter: "chat/#", qos: 1)])
+    XCTAssertGreaterThan(id, 60000)
+    let refused = adapter.read(
+      .binary(broker.encode(.suback(packetID: id, reasonCodes: [0x87], properties: .init()))))
+    XCTAssertEqual(
+      refused.problem, "the broker refused the subscription to 'chat/#': not authorized")
+  }
+
+  func testAPersistent311SessionIsNotSubscribedAgain() {
+    var adapter = connected { $0.version = .v311 }
+    let v311 = MQTTEncoder(version: .v311)
+    guard case .subscribe(let id, _, _)? = packets(adapter.join(RoomID("a")!), version: .v311).first
+    else { return XCTFail("no SUBSCRIBE") }
+    _ = adapter.read(
+      .binary(v311.encode(.suback(packetID: id, reasonCodes: [1], properties: .init()))))
+    _ = adapter.open(handshake())
+    _ = adapter.read(
+      .binary(v311.encode(.connack(sessionPresent: true, reasonCode: 0, properties: .init()))))
+    XCTAssertNil(adapter.join(RoomID("a")!), "the broker kept it")
+    XCTAssertNotNil(adapter.join(RoomID("b")!), "a new room")
+  }
+
+  func testInboundMessagesAreStoredAndAcknowledgedOnceDurable() {
+    var adapter = connected()
+    var properties = MQTTProperties()
+    properties.contentType = "text/plain"
+    properties.userProperties = [MQTTUserProperty("k", "v")]
+    let first = MQTTPublish(
+      topic: "chat/7", payload: Array("{\"a\":1}".utf8), qos: 1, retain: true, packetID: 5,
+      properties: properties)
+    let second = MQTTPublish(topic: "bin", payload: [0xFF, 0x00], qos: 0)
+    let reading = adapter.read(
+      .binary(broker.encode(.publish(first)) + broker.encode(.publish(second))))
+    XCTAssertEqual(reading.record?.payload, .text(Array("{\"a\":1}".utf8)))
+    XCTAssertEqual(reading.record?.scan, .json(hasLineBreaks: false))
+    XCTAssertEqual(reading.record?.room, Array("\"chat/7\"".utf8))
+    XCTAssertEqual(
+      String(decoding: reading.record?.meta ?? [], as: UTF8.self),
+      #"{"qos":1,"retain":true,"content_type":"text/plain","user_properties":[["k","v"]]}"#)
+    XCTAssertEqual(
+      packets(reading.acknowledgement), [.puback(packetID: 5, reasonCode: 0, properties: .init())])
+    XCTAssertEqual(reading.moreRecords.count, 1)
+    XCTAssertEqual(reading.moreRecords.first?.record.payload, .binary([0xFF, 0x00]))
+    XCTAssertNil(reading.moreRecords.first?.acknowledgement, "QoS 0 needs none")
+  }
+
+  func testAQoS2MessageIsReceivedThenCompletedOnRelease() {
+    var adapter = connected()
+    let message = MQTTPublish(topic: "t", payload: [65], qos: 2, packetID: 9)
+    let reading = adapter.read(.binary(broker.encode(.publish(message))))
+    XCTAssertEqual(packets(reading.acknowledgement), [.pubrec(packetID: 9, reasonCode: 0)])
+    let release = adapter.read(.binary(broker.encode(.pubrel(packetID: 9, reasonCode: 0))))
+    XCTAssertEqual(packets(release.replies.first), [.pubcomp(packetID: 9, reasonCode: 0)])
+  }
+
+  func testSendsArePublishedWithIDsFromTheirCountAndPubacksSettleThem() {
+    var adapter = connected(receiveMaximum: 20)
+    XCTAssertEqual(adapter.maxInFlight, 20)
+    XCTAssertEqual(adapter.refusal(of: entry(1, room: "chat/7")), nil)
+    let frame = adapter.encode(entry(1, "hello", room: "chat/7"))
+    guard case .publish(let message)? = packets(frame).first else { return XCTFail("no PUBLISH") }
+    XCTAssertEqual(message.topic, "chat/7")
+    XCTAssertEqual(message.packetID, 2)
+    XCTAssertFalse(message.duplicate)
+    XCTAssertEqual(adapter.storedForm(of: frame), .text(Array("hello".utf8)))
+    _ = adapter.encode(entry(2, room: "chat/7"))
+    XCTAssertEqual(
+      adapter.read(.binary(broker.encode(.puback(packetID: 2, reasonCode: 0, properties: .init()))))
+        .delivered, [1])
+    var reason = MQTTProperties()
+    reason.reasonString = "quota"
+    XCTAssertEqual(
+      adapter.read(
+        .binary(broker.encode(.puback(packetID: 3, reasonCode: 0x97, properties: reason)))
+      )
+      .failed, [DeliveryFailure(count: 2, reason: "quota exceeded: quota")])
+    XCTAssertNotNil(
+      adapter.read(.binary(broker.encode(.puback(packetID: 3, reasonCode: 0, properties: .init()))))
+        .problem, "a second PUBACK")
+    _ = adapter.open(handshake())
+    guard case .publish(let again)? = packets(adapter.encode(entry(2, room: "chat/7"))).first else {
+      return XCTFail("no PUBLISH")
+    }
+    XCTAssertEqual(again.packetID, 3, "the same id after a reconnect")
+    XCTAssertTrue(again.duplicate)
+  }
+
+  func testMessagesWithoutATopicToPublishToAreRefused() {
+    let adapter = connected()
+    XCTAssertNotNil(adapter.refusal(of: entry(1, room: "chat/+")))
+    XCTAssertNotNil(adapter.refusal(of: entry(1, room: "chat/#")))
+    XCTAssertNotNil(adapter.refusal(of: entry(1, room: nil)))
+  }
+
+  func testTheKeepaliveIsAPingreqAnsweredByAPingresp() {
+    var adapter = connected()
+    XCTAssertEqual(packets(adapter.heartbeat()), [.pingreq])
+    XCTAssertTrue(adapter.read(.binary(broker.encode(.pingresp))).heartbeatAnswered)
+  }
+
+  func testBrokenStreamsEndTheConnectionAndServerDisconnectsAreReported() {
+    var adapter = connected()
+    XCTAssertEqual(
+      adapter.read(text("hello")).session,
+      .broken("a text frame (MQTT travels in binary frames)"))
+    var other = connected()
+    guard case .broken(let reason)? = other.read(.binary([0x36, 0x01, 0x00])).session else {
+      return XCTFail("a malformed packet")
+    }
+    XCTAssertTrue(reason.contains("QoS 3"), reason)
+    var kicked = connected()
+    XCTAssertEqual(
+      kicked.read(.binary(broker.encode(.disconnect(reasonCode: 0x87, properties: .init()))))
+        .session,
+      .refused("the broker disconnected: not authorized"))
+    XCTAssertEqual(
+      kicked.read(.binary(broker.encode(.disconnect(reasonCode: 0x8B, properties: .init()))))
+        .problem,
+      "the broker disconnected: server shutting down")
+  }
+}
