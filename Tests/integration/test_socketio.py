@@ -420,6 +420,10 @@ def test_a_refused_connect_is_reported_clearly_and_retried_slowly(make_daemon, m
     error = status.get("last_error") or ""
     assert "refused" in error and message in error, status
     assert not any(c["accepted"] for c in server.state()["connects"])
+    # What is queued meanwhile stays queued, and goes nowhere.
+    acked = send_many(d, 5, prefix="queued")
+    time.sleep(hi + 0.5)  # another attempt or so
+    assert d.status()["outbox"] == 5 and not server.sends()
     if how == "unknown-namespace":
         return
     # Every attempt offered the token both ways; none of the messages shows it.
@@ -427,12 +431,24 @@ def test_a_refused_connect_is_reported_clearly_and_retried_slowly(make_daemon, m
         assert c["auth"] == {"token": d.token} and c["authorization"] == f"Bearer {d.token}"
     assert d.token not in d.log_text() and d.token not in json.dumps(status)
     # Nothing queued meanwhile is lost once the server accepts.
-    acked = send_many(d, 5, prefix="queued")
-    assert d.status()["outbox"] == 5
     server.post("config", {"token": d.token})
     wait_ready(d, server, timeout=hi + 5)
     wait_delivered(server, acked)
     assert d.status().get("last_error") is None
+
+
+@pytest.mark.parametrize("auth", ["not json", "[1,2]", '"token"'])
+def test_an_auth_that_is_not_a_json_object_is_refused_at_start(make_daemon, make_sio, auth):
+    server = make_sio()
+    d = sio_daemon(make_daemon, server, {"SocketIO": {"Auth": auth}}, start=False)
+    d.start(wait=False)
+    try:
+        rc = d.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"chatlinkd started with Auth={auth}: {d.log_text()}")
+    assert rc != 0
+    assert "Auth" in d.log_text(), d.log_text()
+    assert not server.state()["eio"], "connected with an invalid Auth="
 
 
 # ---------------------------------------------------------------------------- sends
@@ -524,10 +540,13 @@ def test_ten_thousand_server_emits_are_stored_in_order_and_losslessly(make_daemo
     server = make_sio()
     d = sio_daemon(make_daemon, server)
     wait_ready(d, server)
+    # Subscribe's message events carry the event name.
     with Subscription(d) as sub:
-        server.post("emit", {"room": "7", "n": n, "size": size, "tag": "flood", "big_at": big_at}, timeout=60)
-        wait_until(lambda: d.status()["received"] >= n, 60, interval=0.2, message=f"{n} received")
-        first = sub.wait_for(lambda e: e["event"] == "message", 10)
+        server.post("emit", {"room": "7", "n": 1, "event": "hello", "tag": "hi"})
+        hello = sub.wait_for(lambda e: e["event"] == "message", 10)
+    assert hello.get("name") == "hello" and hello["record"]["data"]["event"] == "hello", hello
+    server.post("emit", {"room": "7", "n": n, "size": size, "tag": "flood", "big_at": big_at}, timeout=60)
+    wait_until(lambda: d.status()["last_seq"] >= n + 1, 60, interval=0.2, message=f"{n} + 1 records")
     records, bad = quiet_store(d, timeout=30)
     assert not bad, bad[:3]
     seqs = [r["seq"] for r in records]
@@ -540,7 +559,7 @@ def test_ten_thousand_server_emits_are_stored_in_order_and_losslessly(make_daemo
         assert r["data"] == {"event": "message", "args": [{"room_id": 7, "n": i, "text": want}]}, f"record {i} altered"
         assert str(r["room"]) == "7"
     assert len(got[big_at]["data"]["args"][0]["text"].encode()) > BIG - 4
-    assert first.get("name") == "message" and first["record"]["data"]["event"] == "message", first
+    assert d.status()["received"] >= n + 1
 
 
 def test_a_binary_event_is_stored_with_base64_placeholders(make_daemon, make_sio):
