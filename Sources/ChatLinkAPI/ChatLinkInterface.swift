@@ -23,16 +23,25 @@ public enum ChatLinkInterface {
       text: string,
       # The backend URL, without credentials.
       url: string,
+      # envelope, raw or socketio.
+      protocol: string,
       rooms: []string,
       subprotocol: ?string,
       extensions: ?string,
+      # The backend protocol's own session while connected: Socket.IO's sid and namespace.
+      session: ?string,
+      namespace: ?string,
       # Seconds until the next connection attempt, while waiting.
       retry_in: ?float,
       last_error: ?string,
+      # The last message the backend refused: "<id>: <reason>".
+      last_failure: ?string,
       store_error: ?string,
       received: int,
       sent: int,
       confirmed: int,
+      # Messages the backend refused; they left the outbox.
+      failed: int,
       connects: int,
       outbox: int,
       last_seq: int,
@@ -43,18 +52,21 @@ public enum ChatLinkInterface {
 
     # Something that happened, streamed by Subscribe.
     type Event (
-      # connected, disconnected, message, sent, confirmed, error or status.
+      # connected, disconnected, message, sent, confirmed, failed, error or status.
       event: string,
       time: string,
       # message: the stored record (the JSON object of its line in messages.jsonl).
       record: ?object,
-      # sent, confirmed: the client id and room.
+      # message: the backend's event name (Socket.IO).
+      name: ?string,
+      # sent, confirmed, failed: the client id and room.
       id: ?string,
       room: ?string,
       # connected: what the server agreed to.
       subprotocol: ?string,
       extensions: ?string,
-      # disconnected: the close code and reason, or the transport error.
+      # disconnected: the close code and reason, or the transport error; failed: why the
+      # backend refused the message.
       code: ?int,
       reason: ?string,
       # status: the new status line; error: what went wrong.
@@ -64,7 +76,8 @@ public enum ChatLinkInterface {
     method GetStatus() -> (status: Status)
 
     # Queues a message durably in the outbox; replies once it is durable (state "queued").
-    # With "more", further replies follow with state "sent" and "confirmed".
+    # With "more", further replies follow with state "sent" and "confirmed", or the error
+    # DeliveryFailed when the backend refuses the message.
     method Send(room: ?string, text: string, id: ?string) -> (id: string, state: string, count: int)
 
     # Queues 1 to 10000 messages for one room, in order, all or none; replies once all are
@@ -91,6 +104,8 @@ public enum ChatLinkInterface {
     error OutboxFull (limit: int)
     error StorageFailed (reason: string)
     error InvalidParameter (parameter: string, reason: string)
+    # The backend refused the message (it left the outbox).
+    error DeliveryFailed (id: string, reason: string)
     """
 
   /// The org.varlink.service interface, as every Varlink service carries it.
@@ -140,5 +155,7 @@ public enum ChatLinkInterface {
     public static let storageFailed = "io.chatlink.Daemon.StorageFailed"
     /// `InvalidParameter (parameter: string, reason: string)`.
     public static let invalidParameter = "io.chatlink.Daemon.InvalidParameter"
+    /// `DeliveryFailed (id: string, reason: string)`.
+    public static let deliveryFailed = "io.chatlink.Daemon.DeliveryFailed"
   }
 }

@@ -12,6 +12,8 @@ public enum DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
   case storageFailed(reason: String)
   /// A parameter is missing, of the wrong type, or out of range.
   case invalidParameter(parameter: String, reason: String)
+  /// The backend refused the message with this client id (it left the outbox).
+  case deliveryFailed(id: String, reason: String)
   /// Any other Varlink error: org.varlink.service's, or one this version does not know.
   case varlink(VarlinkError)
 
@@ -35,6 +37,8 @@ public enum DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
       case ChatLinkInterface.Errors.invalidParameter:
         self = .invalidParameter(
           parameter: try object.string("parameter"), reason: try object.string("reason"))
+      case ChatLinkInterface.Errors.deliveryFailed:
+        self = .deliveryFailed(id: try object.string("id"), reason: try object.string("reason"))
       default:
         self = .varlink(received)
       }
@@ -56,6 +60,10 @@ public enum DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
       .named(
         ChatLinkInterface.Errors.invalidParameter,
         .object([("parameter", .string(parameter)), ("reason", .string(reason))]))
+    case .deliveryFailed(let id, let reason):
+      .named(
+        ChatLinkInterface.Errors.deliveryFailed,
+        .object([("id", .string(id)), ("reason", .string(reason))]))
     case .varlink(let error): error
     }
   }
@@ -71,6 +79,7 @@ public enum DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
     case .outboxFull(let limit): "the outbox is full (\(limit) messages)"
     case .storageFailed(let reason): "storage failed: \(reason)"
     case .invalidParameter(let parameter, let reason): "invalid parameter \(parameter): \(reason)"
+    case .deliveryFailed(let id, let reason): "the backend refused message \(id): \(reason)"
     case .varlink(let error): error.description
     }
   }

@@ -7,12 +7,15 @@ public enum DaemonEvent: JSONRepresentable {
   case connected(time: String, subprotocol: String?, extensions: String?)
   /// The connection ended: the close code, if one came, and the reason or transport error.
   case disconnected(time: String, reason: String, code: Int?)
-  /// A message was stored: its record, and its room when the protocol names one.
-  case message(time: String, record: StoredRecord, room: String?)
+  /// A message was stored: its record, its room when the protocol names one, and the
+  /// backend's event name (Socket.IO).
+  case message(time: String, record: StoredRecord, room: String?, name: String? = nil)
   /// A queued message was written to the backend.
   case sent(time: String, id: String, room: String?)
   /// The backend confirmed a message.
   case confirmed(time: String, id: String, room: String?)
+  /// The backend refused a message, which left the outbox.
+  case failed(time: String, id: String, room: String?, reason: String)
   /// Something went wrong (the store cannot write, say).
   case error(time: String, text: String)
   /// The status line changed; the stream starts with one.
@@ -28,6 +31,7 @@ public enum DaemonEvent: JSONRepresentable {
     case .message: "message"
     case .sent: "sent"
     case .confirmed: "confirmed"
+    case .failed: "failed"
     case .error: "error"
     case .status: "status"
     case .unknown(let name, _, _): name
@@ -37,8 +41,9 @@ public enum DaemonEvent: JSONRepresentable {
   /// When it happened, as sent.
   public var time: String {
     switch self {
-    case .connected(let time, _, _), .disconnected(let time, _, _), .message(let time, _, _),
-      .sent(let time, _, _), .confirmed(let time, _, _), .error(let time, _),
+    case .connected(let time, _, _), .disconnected(let time, _, _), .message(let time, _, _, _),
+      .sent(let time, _, _), .confirmed(let time, _, _), .failed(let time, _, _, _),
+      .error(let time, _),
       .status(let time, _), .unknown(_, let time, _):
       time
     }
@@ -58,12 +63,17 @@ public enum DaemonEvent: JSONRepresentable {
         time: time, reason: try object.string("reason"), code: try object.optionalInt("code"))
     case "message":
       self = .message(
-        time: time, record: try object.decode("record"), room: try object.optionalString("room"))
+        time: time, record: try object.decode("record"), room: try object.optionalString("room"),
+        name: try object.optionalString("name"))
     case "sent":
       self = .sent(time: time, id: try object.string("id"), room: try object.optionalString("room"))
     case "confirmed":
       self = .confirmed(
         time: time, id: try object.string("id"), room: try object.optionalString("room"))
+    case "failed":
+      self = .failed(
+        time: time, id: try object.string("id"), room: try object.optionalString("room"),
+        reason: try object.string("reason"))
     case "error": self = .error(time: time, text: try object.string("text"))
     case "status": self = .status(time: time, text: try object.string("text"))
     default:
@@ -88,12 +98,17 @@ public enum DaemonEvent: JSONRepresentable {
     case .disconnected(_, let reason, let code):
       add("reason", .string(reason))
       add("code", code.map { .int(Int64($0)) })
-    case .message(_, let record, let room):
+    case .message(_, let record, let room, let name):
       add("record", record.json)
       add("room", room.map(JSONValue.string))
+      add("name", name.map(JSONValue.string))
     case .sent(_, let id, let room), .confirmed(_, let id, let room):
       add("id", .string(id))
       add("room", room.map(JSONValue.string))
+    case .failed(_, let id, let room, let reason):
+      add("id", .string(id))
+      add("room", room.map(JSONValue.string))
+      add("reason", .string(reason))
     case .error(_, let text), .status(_, let text):
       add("text", .string(text))
     case .unknown(_, _, let fields):

@@ -41,16 +41,24 @@ public struct DaemonStatus: JSONRepresentable {
   public var text: String
   /// The backend URL, without credentials.
   public var url: String
+  /// The backend protocol: envelope, raw or socketio.
+  public var `protocol`: String
   /// The rooms joined, in join order.
   public var rooms: [String]
   /// The subprotocol the server agreed to, while connected.
   public var subprotocol: String?
   /// The extensions the server agreed to (permessage-deflate and its parameters).
   public var extensions: String?
+  /// The backend protocol's own session id (Socket.IO's sid), while connected.
+  public var session: String?
+  /// The Socket.IO namespace of that session.
+  public var namespace: String?
   /// Seconds until the next connection attempt, while waiting.
   public var retryIn: Double?
   /// Why the last connection attempt or connection failed.
   public var lastError: String?
+  /// The last message the backend refused: "<id>: <reason>".
+  public var lastFailure: String?
   /// Why the store cannot write, while it cannot.
   public var storeError: String?
   /// Messages received from the backend.
@@ -59,6 +67,8 @@ public struct DaemonStatus: JSONRepresentable {
   public var sent: Int
   /// Messages the backend confirmed.
   public var confirmed: Int
+  /// Messages the backend refused (they left the outbox).
+  public var failed: Int
   /// Connections opened.
   public var connects: Int
   /// Messages in the outbox, not yet confirmed.
@@ -74,24 +84,30 @@ public struct DaemonStatus: JSONRepresentable {
 
   /// A status from its fields; `text` defaults to their `summary`, as the daemon renders it.
   public init(
-    state: DaemonState, text: String? = nil, url: String, rooms: [String],
-    subprotocol: String? = nil, extensions: String? = nil, retryIn: Double? = nil,
-    lastError: String? = nil, storeError: String? = nil, received: Int, sent: Int,
-    confirmed: Int, connects: Int, outbox: Int, lastSeq: Int, durableSeq: Int,
-    storePath: String, version: String
+    state: DaemonState, text: String? = nil, url: String, protocol: String = "envelope",
+    rooms: [String], subprotocol: String? = nil, extensions: String? = nil,
+    session: String? = nil, namespace: String? = nil, retryIn: Double? = nil,
+    lastError: String? = nil, lastFailure: String? = nil, storeError: String? = nil,
+    received: Int, sent: Int, confirmed: Int, failed: Int = 0, connects: Int, outbox: Int,
+    lastSeq: Int, durableSeq: Int, storePath: String, version: String
   ) {
     self.state = state
     self.text = ""
     self.url = url
+    self.protocol = `protocol`
     self.rooms = rooms
     self.subprotocol = subprotocol
     self.extensions = extensions
+    self.session = session
+    self.namespace = namespace
     self.retryIn = retryIn
     self.lastError = lastError
+    self.lastFailure = lastFailure
     self.storeError = storeError
     self.received = received
     self.sent = sent
     self.confirmed = confirmed
+    self.failed = failed
     self.connects = connects
     self.outbox = outbox
     self.lastSeq = lastSeq
@@ -120,6 +136,7 @@ public struct DaemonStatus: JSONRepresentable {
     }
     if !rooms.isEmpty { head += " (\(rooms.count) room\(rooms.count == 1 ? "" : "s"))" }
     var text = "\(head) · \(received) in, \(confirmed) out · outbox \(outbox)"
+    if failed > 0 { text += " · \(failed) refused" }
     if let storeError { text += " · STORE DEGRADED: \(storeError)" }
     if let lastError, state != .open { text += " · last error: \(lastError)" }
     return text
@@ -138,15 +155,20 @@ public struct DaemonStatus: JSONRepresentable {
     state = DaemonState(rawValue: try object.string("state"))
     text = try object.string("text")
     url = try object.string("url")
+    self.protocol = try object.optionalString("protocol") ?? "envelope"
     rooms = try object.strings("rooms")
     subprotocol = try object.optionalString("subprotocol")
     extensions = try object.optionalString("extensions")
+    session = try object.optionalString("session")
+    namespace = try object.optionalString("namespace")
     retryIn = try object.optionalDouble("retry_in")
     lastError = try object.optionalString("last_error")
+    lastFailure = try object.optionalString("last_failure")
     storeError = try object.optionalString("store_error")
     received = try object.int("received")
     sent = try object.int("sent")
     confirmed = try object.int("confirmed")
+    failed = try object.optionalInt("failed") ?? 0
     connects = try object.int("connects")
     outbox = try object.int("outbox")
     lastSeq = try object.int("last_seq")
@@ -159,12 +181,15 @@ public struct DaemonStatus: JSONRepresentable {
   public var json: JSONValue {
     .object([
       "state": .string(state.rawValue), "text": .string(text), "url": .string(url),
-      "rooms": .array(rooms.map(JSONValue.string)),
+      "protocol": .string(self.protocol), "rooms": .array(rooms.map(JSONValue.string)),
       "subprotocol": subprotocol.map(JSONValue.string),
-      "extensions": extensions.map(JSONValue.string), "retry_in": retryIn.map(JSONValue.double),
+      "extensions": extensions.map(JSONValue.string), "session": session.map(JSONValue.string),
+      "namespace": namespace.map(JSONValue.string), "retry_in": retryIn.map(JSONValue.double),
       "last_error": lastError.map(JSONValue.string),
+      "last_failure": lastFailure.map(JSONValue.string),
       "store_error": storeError.map(JSONValue.string), "received": .int(Int64(received)),
       "sent": .int(Int64(sent)), "confirmed": .int(Int64(confirmed)),
+      "failed": .int(Int64(failed)),
       "connects": .int(Int64(connects)), "outbox": .int(Int64(outbox)),
       "last_seq": .int(Int64(lastSeq)), "durable_seq": .int(Int64(durableSeq)),
       "store_path": .string(storePath), "version": .string(version),

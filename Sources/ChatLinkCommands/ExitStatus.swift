@@ -38,6 +38,9 @@ public enum ExitStatus {
         "the outbox is full (\(limit) messages): the backend has not confirmed earlier messages yet"
     case .storageFailed(let reason):
       return "chatlinkd could not store the request: \(Format.printable(reason))"
+    case .deliveryFailed(let id, let reason):
+      return
+        "the backend refused message \(Format.printable(id)): \(Format.printable(reason)) (it left the outbox)"
     case .invalidParameter(let name, let reason), .varlink(.invalidParameter(let name, let reason)):
       return refusedParameter(name, reason)
     case .varlink(.permissionDenied):

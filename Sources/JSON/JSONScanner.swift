@@ -107,17 +107,7 @@ public struct JSONScanner {
           for i in result.nested.indices { result.nested[i] = nil }
         }
         if which == nestedIn && scanner.peek == UInt8(ascii: "{") {
-          guard
-            scanner.object({ scanner, innerKey, innerStart in
-              guard let inner = nestedKeys.firstIndex(where: { scanner.keyEquals(innerKey, $0) })
-              else {
-                return scanner.value()
-              }
-              guard scanner.value() else { return false }
-              result.nested[inner] = innerStart..<scanner.index
-              return true
-            })
-          else { return false }
+          guard scanner.fields(nestedKeys, into: &result.nested) else { return false }
           result.topLevel[which] = start..<scanner.index
           return true
         }
@@ -127,6 +117,38 @@ public struct JSONScanner {
       }
     } else {
       ok = scanner.value()
+    }
+    guard ok else { return nil }
+    scanner.skipWhitespace()
+    guard scanner.index == scanner.count else { return nil }
+    result.hasLineBreaks = scanner.lineBreaks
+    return result
+  }
+
+  /// Validates `buffer` as one JSON array; nil when it is not JSON or not an array.
+  ///
+  /// The result's `topLevel` holds the ranges of the first `elements` elements (fewer when
+  /// the array is shorter: the rest are nil), and `nested` the ranges of `nestedKeys` inside
+  /// element `nestedIn` when that element is an object. A Socket.IO event (`["name", {…}]`)
+  /// is read this way, in one pass.
+  public static func scanArray(
+    _ buffer: UnsafeRawBufferPointer, elements: Int, nestedIn: Int? = nil,
+    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
+  ) -> Result? {
+    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
+    var result = Result(
+      topLevel: FieldRanges(count: elements), nested: FieldRanges(count: nestedKeys.count),
+      hasLineBreaks: false, isObject: false)
+    scanner.skipWhitespace()
+    guard scanner.peek == UInt8(ascii: "[") else { return nil }
+    let ok = scanner.array { scanner, position, start in
+      if position == nestedIn && scanner.peek == UInt8(ascii: "{") {
+        guard scanner.fields(nestedKeys, into: &result.nested) else { return false }
+      } else {
+        guard scanner.value() else { return false }
+      }
+      if position < elements { result.topLevel[position] = start..<scanner.index }
+      return true
     }
     guard ok else { return nil }
     scanner.skipWhitespace()
@@ -203,7 +225,26 @@ public struct JSONScanner {
     }
   }
 
+  /// Parses an object, reporting the value ranges of `keys` into `ranges`.
+  private mutating func fields(_ keys: [[UInt8]], into ranges: inout FieldRanges) -> Bool {
+    object { scanner, key, start in
+      guard let which = keys.firstIndex(where: { scanner.keyEquals(key, $0) }) else {
+        return scanner.value()
+      }
+      guard scanner.value() else { return false }
+      ranges[which] = start..<scanner.index
+      return true
+    }
+  }
+
   private mutating func array() -> Bool {
+    array { scanner, _, _ in scanner.value() }
+  }
+
+  /// Parses an array; `element` parses each element, given its position and where it starts.
+  private mutating func array(
+    _ element: (inout JSONScanner, _ position: Int, _ valueStart: Int) -> Bool
+  ) -> Bool {
     depth += 1
     defer { depth -= 1 }
     guard depth <= limit else { return false }
@@ -213,8 +254,11 @@ public struct JSONScanner {
       index += 1
       return true
     }
+    var position = 0
     while true {
-      guard value() else { return false }
+      skipWhitespace()
+      guard element(&self, position, index) else { return false }
+      position += 1
       skipWhitespace()
       switch peek {
       case UInt8(ascii: ","): index += 1

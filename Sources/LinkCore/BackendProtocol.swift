@@ -11,8 +11,9 @@ import WebSocket
 /// - its set-up after the upgrade (`open`, then `.ready` or `.refused` from `read`);
 /// - its heartbeat (`heartbeat`; nil keeps WebSocket pings);
 /// - joining and leaving rooms;
-/// - how a send is framed (`encode`) and what confirms it (`confirmsByPong`, an echoed client
-///   id, or `ProtocolReading.delivered`);
+/// - how a send is framed (`encode`), how large it may be (`maxFrameSize`) and what confirms
+///   or fails it (`confirmsByPong`, an echoed client id, `ProtocolReading.delivered` and
+///   `ProtocolReading.failed`);
 /// - how an inbound frame becomes a store record, and an acknowledgement sent only once that
 ///   record is durable.
 public protocol BackendProtocol {
@@ -23,9 +24,14 @@ public protocol BackendProtocol {
   /// Whether a pong confirms every message sent before its ping (TCP keeps order, so the
   /// backend has read them). Dialects with acknowledgements of their own confirm with those.
   var confirmsByPong: Bool { get }
-  /// Whether every frame `encode` makes is a JSON object on one line, so the store keeps it
-  /// as JSON without scanning it again.
+  /// Whether every frame `encode` makes, as `storedForm` keeps it, is a JSON object on one
+  /// line, so the store keeps it as JSON without scanning it again.
   var framesAreSingleLineJSON: Bool { get }
+  /// The largest frame the backend accepts on this connection; a message whose frame is
+  /// larger fails instead of going out. Nil: no limit beyond the WebSocket's.
+  var maxFrameSize: Int? { get }
+  /// The dialect's own session on this connection, for status.
+  var session: ProtocolSession? { get }
 
   /// Starts the dialect on a new connection: the frames that open its session, and whether the
   /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
@@ -41,16 +47,49 @@ public protocol BackendProtocol {
   mutating func heartbeat() -> Message?
   /// Reads one inbound frame; never fails: frames that do not parse are still stored.
   mutating func read(_ message: Message) -> ProtocolReading
+  /// What the store's "out" record keeps of a frame `encode` made.
+  func storedForm(of frame: Message) -> Message
 }
 
 extension BackendProtocol {
   public var offeredSubprotocols: [String] { [] }
   public var confirmsByPong: Bool { true }
   public var framesAreSingleLineJSON: Bool { false }
+  public var maxFrameSize: Int? { nil }
+  public var session: ProtocolSession? { nil }
+  public func storedForm(of frame: Message) -> Message { frame }
   public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
     ProtocolOpening(frames: [], ready: true)
   }
   public mutating func heartbeat() -> Message? { nil }
+}
+
+/// A dialect's own session, as status shows it.
+public struct ProtocolSession: Sendable, Hashable {
+  /// The session's id (Socket.IO: the namespace's sid).
+  public var id: String
+  /// The namespace it belongs to, when the dialect has namespaces.
+  public var namespace: String?
+
+  /// Creates a description.
+  public init(id: String, namespace: String? = nil) {
+    self.id = id
+    self.namespace = namespace
+  }
+}
+
+/// A message the backend refused, by outbox count, with its reason.
+public struct DeliveryFailure: Sendable, Hashable {
+  /// The outbox count of the message.
+  public var count: UInt64
+  /// Why, as the backend said it.
+  public var reason: String
+
+  /// Creates a failure.
+  public init(count: UInt64, reason: String) {
+    self.count = count
+    self.reason = reason
+  }
 }
 
 /// What a dialect sends first on a new connection.
@@ -119,12 +158,19 @@ public struct ProtocolReading: Sendable {
   public var echoedClientID: String?
   /// Outbox counts the backend confirmed with the dialect's own acknowledgements.
   public var delivered: [UInt64]
+  /// Messages the backend refused with the dialect's own acknowledgements.
+  public var failed: [DeliveryFailure] = []
   /// Frames to send at once (e.g. the answer to the backend's heartbeat).
   public var replies: [Message]
   /// Whether this frame answers our `heartbeat()` probe.
   public var heartbeatAnswered: Bool
   /// A change in the session set-up.
   public var session: Session?
+  /// The backend's own heartbeat arrived: it promises the next within this span, and is
+  /// dead without one (no keepalive probes go out while the backend sends heartbeats).
+  public var peerHeartbeat: Duration?
+  /// Something about the backend's frames worth a line in the log.
+  public var problem: String?
 
   /// Creates a reading; by default a frame stored as `record` and nothing else.
   public init(

@@ -15,7 +15,7 @@ public struct DeliveryLedger: Sendable {
   public struct Sent: Sendable {
     /// The outbox entry.
     public var entry: OutboxEntry
-    /// The frame that went out.
+    /// The frame that went out, as the store keeps it (`BackendProtocol.storedForm`).
     public var frame: Message
   }
 
@@ -38,6 +38,11 @@ public struct DeliveryLedger: Sendable {
     lastSentCount = entry.count
     sent.append(Sent(entry: entry, frame: frame))
     sentIDs.insert(Self.idHash(entry.id))
+  }
+
+  /// Notes that `entry` was passed over on this connection (it failed without going out).
+  public mutating func skip(_ entry: OutboxEntry) {
+    lastSentCount = entry.count
   }
 
   /// Confirms the entry with this client id (its echo arrived), if it was sent on this

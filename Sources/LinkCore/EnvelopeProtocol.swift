@@ -22,39 +22,20 @@ public struct EnvelopeNames: Sendable, Hashable {
 /// `{"event":"send-message","data":{"room_id":7,"message":"hi","sender":"ops-bot","count":1,"client_id":"…"}}`.
 public struct EnvelopeProtocol: BackendProtocol {
   private let names: EnvelopeNames
-  private let sender: String
   private let topKeys: [[UInt8]]
   private let nestedKeys: [[UInt8]]
-  // The constant pieces of a send-message envelope, quoted once here instead of for every
-  // message: `{"event":"send-message","data":{"room_id":`, `,"message":`,
-  // `,"sender":"…","count":` and `,"client_id":`.
+  private let fields: MessageFields
+  // `{"event":"send-message","data":`, quoted once instead of for every message.
   private let sendOpening: [UInt8]
-  private let messageKey: [UInt8]
-  private let senderAndCountKey: [UInt8]
-  private let clientIDKey: [UInt8]
   private let messageEventName: [UInt8]
 
   /// Creates the adapter.
   public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
     self.names = names
-    self.sender = sender
     topKeys = [Array(names.eventField.utf8), Array(names.dataField.utf8)]
     nestedKeys = [Array(names.roomField.utf8), Array(names.clientIDField.utf8)]
-    var opening: [UInt8] = []
-    Self.open(names, names.sendEvent, into: &opening)
-    Self.key(names.roomField, into: &opening, first: true)
-    sendOpening = opening
-    var message: [UInt8] = []
-    Self.key(names.messageField, into: &message)
-    messageKey = message
-    var senderAndCount: [UInt8] = []
-    Self.key(names.senderField, into: &senderAndCount)
-    JSONString.append(sender, to: &senderAndCount)
-    Self.key(names.countField, into: &senderAndCount)
-    senderAndCountKey = senderAndCount
-    var clientID: [UInt8] = []
-    Self.key(names.clientIDField, into: &clientID)
-    clientIDKey = clientID
+    fields = MessageFields(names: names, sender: sender)
+    sendOpening = Self.opening(names, names.sendEvent)
     messageEventName = Array(names.messageEvent.utf8)
   }
 
@@ -66,49 +47,32 @@ public struct EnvelopeProtocol: BackendProtocol {
   public mutating func leave(_ room: RoomID) -> Message? { roomEvent(names.leaveEvent, room) }
 
   private func roomEvent(_ event: String, _ room: RoomID) -> Message {
-    var out: [UInt8] = []
-    Self.open(names, event, into: &out)
-    Self.key(names.roomField, into: &out, first: true)
-    out += room.json
-    out += Array("}}".utf8)
+    var out = Self.opening(names, event)
+    fields.appendRoom(room, to: &out)
+    out.append(UInt8(ascii: "}"))
     return .text(out)
   }
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
     // Every streamed send passes here: one allocation, sized up front.
     var out: [UInt8] = []
-    out.reserveCapacity(
-      sendOpening.count + messageKey.count + senderAndCountKey.count + clientIDKey.count
-        + entry.text.utf8.count + entry.id.utf8.count + 48)
+    out.reserveCapacity(sendOpening.count + fields.estimatedSize(entry) + 1)
     out += sendOpening
-    if let room = entry.room { out += room.json } else { out.append("null" as StaticString) }
-    out += messageKey
-    out.appendJSONString(entry.text)
-    out += senderAndCountKey
-    out.appendDecimal(entry.count)
-    out += clientIDKey
-    out.appendJSONString(entry.id)
-    out.append(UInt8(ascii: "}"))
+    fields.append(entry, to: &out)
     out.append(UInt8(ascii: "}"))
     return .text(out)
   }
 
-  private static func open(
-    _ names: EnvelopeNames, _ event: String, into out: inout [UInt8]
-  ) {
-    out.append(UInt8(ascii: "{"))
+  /// `{"event":"<event>","data":`.
+  private static func opening(_ names: EnvelopeNames, _ event: String) -> [UInt8] {
+    var out: [UInt8] = [UInt8(ascii: "{")]
     JSONString.append(names.eventField, to: &out)
     out.append(UInt8(ascii: ":"))
     JSONString.append(event, to: &out)
     out.append(UInt8(ascii: ","))
     JSONString.append(names.dataField, to: &out)
-    out += Array(":{".utf8)
-  }
-
-  private static func key(_ name: String, into out: inout [UInt8], first: Bool = false) {
-    if !first { out.append(UInt8(ascii: ",")) }
-    JSONString.append(name, to: &out)
     out.append(UInt8(ascii: ":"))
+    return out
   }
 
   public mutating func read(_ message: Message) -> ProtocolReading {

@@ -6,6 +6,9 @@
 /// the peer has read (everything sent before its ping), so pings double as delivery proof:
 /// `confirmationPing` asks for one after a burst of sends. Operator pings (`chatlinkctl ping`)
 /// ride on the same counter and are answered by their own pong.
+///
+/// Some backends send heartbeats of their own (Engine.IO pings): then no probes go out, and
+/// the peer is dead when its next heartbeat is later than it promised (`peerHeartbeat`).
 public struct Keepalive: Sendable {
   /// A probe that went out and is not yet answered.
   public struct Probe: Sendable, Hashable {
@@ -62,6 +65,8 @@ public struct Keepalive: Sendable {
   private var confirmationWanted = false
   /// The last frame from the peer, while a probe is outstanding.
   private var lastFrame: MonotonicInstant?
+  /// The peer's last heartbeat and the span it promised the next within.
+  private var peerBeat: (at: MonotonicInstant, within: Duration)?
 
   /// Creates the keepalive.
   public init(interval: Duration, timeout: Duration) {
@@ -80,9 +85,18 @@ public struct Keepalive: Sendable {
     return payload.reduce(0) { $0 << 8 | UInt64($1) }
   }
 
-  /// The interval's probe: a new probe's counter, or nil while one is outstanding.
+  /// Whether the peer sends the heartbeats: no probes go out.
+  public var isPeerDriven: Bool { peerBeat != nil }
+
+  /// The peer's own heartbeat arrived at `now`; the next is due within `within`.
+  public mutating func peerHeartbeat(now: MonotonicInstant, within: Duration) {
+    peerBeat = (now, within)
+  }
+
+  /// The interval's probe: a new probe's counter, or nil while one is outstanding or while
+  /// the peer sends the heartbeats.
   public mutating func tick(now: MonotonicInstant, covers: UInt64) -> UInt64? {
-    guard outstanding == nil else { return nil }
+    guard outstanding == nil, peerBeat == nil else { return nil }
     return startProbe(now: now, covers: covers)
   }
 
@@ -154,17 +168,24 @@ public struct Keepalive: Sendable {
 
   /// When the outstanding probe's deadline falls: its start plus `timeout`, later if frames
   /// arrived meanwhile (unless an operator ping waits: it fails on its own deadline).
+  /// With peer heartbeats, the next one's due time when that is earlier.
   public var deadline: MonotonicInstant? {
-    guard let probe = outstanding else { return nil }
+    let beatDue = peerBeat.map { $0.at + $0.within }
+    guard let probe = outstanding else { return beatDue }
     let start = waiters.isEmpty ? max(probe.sentAt, lastFrame ?? probe.sentAt) : probe.sentAt
-    return start + timeout
+    guard let beatDue else { return start + timeout }
+    return min(start + timeout, beatDue)
   }
 
   /// The deadline timer fired at `now`. While reading is paused a pong could not be seen,
   /// which says nothing about the peer: the deadline is extended.
   public mutating func deadlineExpired(now: MonotonicInstant, readingPaused: Bool) -> Expiry {
-    guard outstanding != nil, let deadline else { return .idle }
-    if readingPaused { return .extend(timeout) }
+    guard let deadline else { return .idle }
+    if readingPaused {
+      // The peer's heartbeats wait unread too: its silence starts over from here.
+      peerBeat?.at = now
+      return .extend(timeout)
+    }
     if deadline > now { return .extend(deadline - now) }
     let failed = waiters.map(\.id)
     reset()
@@ -179,6 +200,7 @@ public struct Keepalive: Sendable {
     outstanding = nil
     confirmationWanted = false
     lastFrame = nil
+    peerBeat = nil
     return failed
   }
 

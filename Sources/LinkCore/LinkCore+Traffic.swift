@@ -18,6 +18,16 @@ extension LinkCore {
     for count in reading.delivered {
       if let sent = ledger.confirm(count: count) { confirm(sent, &actions) }
     }
+    for failure in reading.failed {
+      if let sent = ledger.confirm(count: failure.count) {
+        fail(sent.entry, failure.reason, &actions)
+      }
+    }
+    if let within = reading.peerHeartbeat {
+      keepalive.peerHeartbeat(now: now, within: within)
+      armDeadline(now: now, &actions)
+    }
+    if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
     switch reading.session {
     case .ready?: sessionReady(now: now, &actions)
     case .refused(let reason)?:
@@ -33,6 +43,12 @@ extension LinkCore {
   private mutating func confirm(_ sent: DeliveryLedger.Sent, _ actions: inout [LinkAction]) {
     counters.confirmed += 1
     actions.append(.confirmed(sent))
+  }
+
+  private mutating func fail(_ entry: OutboxEntry, _ reason: String, _ actions: inout [LinkAction])
+  {
+    counters.failed += 1
+    actions.append(.failed(entry, reason: reason))
   }
 
   mutating func pong(_ payload: [UInt8], now: MonotonicInstant, _ actions: inout [LinkAction]) {
@@ -72,7 +88,7 @@ extension LinkCore {
   /// The interval's probe: the dialect's heartbeat frame, or a WebSocket ping.
   /// One probe at a time: the dialect is asked for its heartbeat only when none is out.
   private mutating func probe(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard keepalive.outstanding == nil else { return }
+    guard keepalive.outstanding == nil, !keepalive.isPeerDriven else { return }
     if let frame = backend.heartbeat() {
       keepalive.heartbeatSent(now: now)
       actions.append(.send(frame))
@@ -91,7 +107,7 @@ extension LinkCore {
   }
 
   /// Arms the deadline for the outstanding probe, or disarms it when none is.
-  private func armDeadline(now: MonotonicInstant, _ actions: inout [LinkAction]) {
+  func armDeadline(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     if let deadline = keepalive.deadline {
       actions.append(.arm(.pongDeadline, after: deadline > now ? deadline - now : .zero))
     } else {
@@ -101,6 +117,10 @@ extension LinkCore {
 
   private mutating func deadlineExpired(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard connection == .ready || connection == .settingUp else { return }
+    let phase =
+      connection == .settingUp
+      ? "setting up the backend session"
+      : keepalive.isPeerDriven ? "waiting for the backend's heartbeat" : "waiting for a pong"
     switch keepalive.deadlineExpired(now: now, readingPaused: readingPaused) {
     case .idle:
       break
@@ -109,8 +129,7 @@ extension LinkCore {
     case .dead(let failedPings):
       actions.append(.report(.peerSilent(timeout: settings.pongTimeout)))
       for id in failedPings { actions.append(.pingFailed(id: id, .timedOut)) }
-      let outcome = ConnectionOutcome.timedOut(
-        phase: "waiting for a pong", after: settings.pongTimeout)
+      let outcome = ConnectionOutcome.timedOut(phase: phase, after: settings.pongTimeout)
       actions.append(.drop(.goingAway, reason: "no pong"))
       ended(outcome, now: now, &actions)
     }
@@ -155,9 +174,18 @@ extension LinkCore {
       }
       let entry = pending[index]
       let frame = backend.encode(entry)
+      if let limit = backend.maxFrameSize, frame.bytes.count > limit {
+        // Sent, it would end the connection; unsent, it would hold up the rest.
+        ledger.skip(entry)
+        let reason =
+          "the message is \(frame.bytes.count) bytes, over the backend's limit of \(limit)"
+        fail(entry, reason, &actions)
+        index += 1
+        continue
+      }
       actions.append(.send(frame))
       actions.append(.sent(entry))
-      ledger.recordSent(entry, frame: frame)
+      ledger.recordSent(entry, frame: backend.storedForm(of: frame))
       counters.sent += 1
       buffered += frame.bytes.count
       wrote = true

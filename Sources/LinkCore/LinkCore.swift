@@ -32,6 +32,8 @@ public struct LinkCore {
   public var hasRooms: Bool { backend.hasRooms }
   /// The dialect's subprotocols to offer.
   public var offeredSubprotocols: [String] { backend.offeredSubprotocols }
+  /// The dialect's own session on the current connection.
+  public var session: ProtocolSession? { connection == nil ? nil : backend.session }
 
   /// Where the current connection is in its life.
   enum Connection {
@@ -138,6 +140,9 @@ public struct LinkCore {
     if opening.ready {
       sessionReady(now: now, &actions)
     } else {
+      // The set-up must make progress: it is the outstanding probe until the session is ready.
+      keepalive.heartbeatSent(now: now)
+      actions.append(.arm(.pongDeadline, after: settings.pongTimeout))
       setState(.upgrading, "setting up the backend session", &actions)
     }
   }
@@ -147,6 +152,11 @@ public struct LinkCore {
   mutating func sessionReady(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard connection == .settingUp else { return }
     connection = .ready
+    if keepalive.outstanding != nil {
+      // The set-up's deadline is over; the backend's heartbeat (if it sends one) goes on.
+      keepalive.heartbeatAnswered()
+      armDeadline(now: now, &actions)
+    }
     setState(.open, "connected", &actions)
     for room in rooms {
       if let frame = backend.join(room) { actions.append(.send(frame)) }
@@ -235,10 +245,10 @@ public struct LinkCore {
   /// left and new ones joined; rooms joined at run time stay. The new dialect applies to
   /// messages sent from now on. (What needs a new connection is the driver's to decide.)
   private mutating func reload(
-    _ new: LinkSettings, rooms newRooms: [RoomID], backend newBackend: any BackendProtocol,
+    _ new: LinkSettings, rooms newRooms: [RoomID], backend newBackend: (any BackendProtocol)?,
     _ actions: inout [LinkAction]
   ) {
-    backend = newBackend
+    if let newBackend { backend = newBackend }
     let wanted = backend.hasRooms ? newRooms : []
     for room in configuredRooms where !wanted.contains(room) { leave(room, &actions) }
     for room in wanted where !rooms.contains(room) { join(room, &actions) }

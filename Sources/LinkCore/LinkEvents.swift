@@ -99,9 +99,9 @@ public enum LinkEvent {
   case leave(RoomID)
   /// Drop the connection and connect again at once.
   case reconnect(reason: String)
-  /// New settings, the configured rooms and the dialect (a reload). Indirect: rare and large,
-  /// it would otherwise make every event as large as itself.
-  indirect case reload(LinkSettings, rooms: [RoomID], backend: any BackendProtocol)
+  /// New settings, the configured rooms and the dialect (a reload; nil keeps the current
+  /// one). Indirect: rare and large, it would otherwise make every event as large as itself.
+  indirect case reload(LinkSettings, rooms: [RoomID], backend: (any BackendProtocol)?)
   /// Close with 1001 and stop.
   case stop
 }
@@ -131,6 +131,9 @@ public enum LinkAction {
   /// A pong confirmed every pending entry through this count: remove them from the outbox and
   /// store their "out" records (`entries`, oldest first).
   case confirmedThrough(UInt64, entries: [DeliveryLedger.Sent])
+  /// The backend refused one entry (or it cannot be sent to it): remove it from the outbox
+  /// and tell whoever waits for it.
+  case failed(OutboxEntry, reason: String)
   /// Report `.outbox` with the pending entries.
   case requestOutbox
   /// Stop reading from the socket (the store is behind).
@@ -165,6 +168,8 @@ public enum LinkReport: Sendable {
   case readingPaused
   /// An operator or a reload asked for a new connection.
   case reconnectRequested(reason: String)
+  /// The backend sent something its dialect does not expect (kept, and the link goes on).
+  case protocolProblem(String)
 }
 
 /// Counters for status.
@@ -175,6 +180,8 @@ public struct LinkCounters: Sendable, Hashable {
   public var sent = 0
   /// Outbox entries the backend confirmed.
   public var confirmed = 0
+  /// Outbox entries the backend refused.
+  public var failed = 0
   /// Successful connections.
   public var connects = 0
   /// Connection attempts.

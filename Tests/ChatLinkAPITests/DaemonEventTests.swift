@@ -11,9 +11,10 @@ final class DaemonEventTests: XCTestCase {
     let expected = [
       #"{"event":"connected","time":"2026-12-02T12:00:00.000000Z","subprotocol":"chat","extensions":"permessage-deflate"}"#,
       #"{"event":"disconnected","time":"2026-12-02T12:00:00.000000Z","reason":"going away","code":1001}"#,
-      #"{"event":"message","time":"2026-12-02T12:00:00.000000Z","record":{"seq":45,"time":"2026-12-02T12:00:01.000000Z","dir":"out","room":7,"type":"json","id":"5f1c9a2e0b7d4e31","data":{"event":"send-message","data":{}}},"room":"7"}"#,
+      #"{"event":"message","time":"2026-12-02T12:00:00.000000Z","record":{"seq":45,"time":"2026-12-02T12:00:01.000000Z","dir":"out","room":7,"type":"json","id":"5f1c9a2e0b7d4e31","data":{"event":"send-message","data":{}}},"room":"7","name":"chat"}"#,
       #"{"event":"sent","time":"2026-12-02T12:00:00.000000Z","id":"a1","room":"7"}"#,
       #"{"event":"confirmed","time":"2026-12-02T12:00:00.000000Z","id":"a1","room":"ops"}"#,
+      #"{"event":"failed","time":"2026-12-02T12:00:00.000000Z","id":"a2","room":"7","reason":"muted"}"#,
       #"{"event":"error","time":"2026-12-02T12:00:00.000000Z","text":"store writes are failing"}"#,
       #"{"event":"status","time":"2026-12-02T12:00:00.000000Z","text":"Connected to wss://chat.example/ws"}"#,
     ]

@@ -70,7 +70,7 @@ final class DaemonStatusTests: XCTestCase {
     let json = status().json
     XCTAssertEqual(
       json.description,
-      #"{"state":"open","text":"Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0","url":"wss://chat.example/ws","rooms":["0","1","2"],"received":120,"sent":4,"confirmed":4,"connects":1,"outbox":0,"last_seq":130,"durable_seq":130,"store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#
+      #"{"state":"open","text":"Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0","url":"wss://chat.example/ws","protocol":"envelope","rooms":["0","1","2"],"received":120,"sent":4,"confirmed":4,"failed":0,"connects":1,"outbox":0,"last_seq":130,"durable_seq":130,"store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#
     )
     XCTAssertEqual(try DaemonStatus(json: json), status())
     // Null is as good as absent.

@@ -28,7 +28,9 @@ final class InterfaceDescriptionTests: XCTestCase {
     ] {
       XCTAssertTrue(ChatLinkInterface.description.contains("method \(method)("), method)
     }
-    for error in ["NotConnected", "OutboxFull", "StorageFailed", "InvalidParameter"] {
+    for error in [
+      "NotConnected", "OutboxFull", "StorageFailed", "InvalidParameter", "DeliveryFailed",
+    ] {
       XCTAssertTrue(ChatLinkInterface.description.contains("error \(error) "), error)
     }
     XCTAssertTrue(ChatLinkInterface.description.contains("interface io.chatlink.Daemon\n"))
@@ -87,7 +89,9 @@ final class InterfaceDescriptionTests: XCTestCase {
     XCTAssertEqual(used, Set(members.map(\.name)), "the IDL's Event and the kinds' fields")
     XCTAssertEqual(
       Set(Samples.events.map(\.name)),
-      ["connected", "disconnected", "message", "sent", "confirmed", "error", "status"])
+      [
+        "connected", "disconnected", "message", "sent", "confirmed", "failed", "error", "status",
+      ])
   }
 
   func testEveryErrorOfTheIDLIsADaemonErrorWithItsFields() throws {

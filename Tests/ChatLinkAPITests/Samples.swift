@@ -6,9 +6,11 @@ import Varlink
 /// every member its type can have.
 enum Samples {
   static let status = DaemonStatus(
-    state: .waiting, url: "wss://chat.example/ws", rooms: ["7", "ops"], subprotocol: "chat",
-    extensions: "permessage-deflate", retryIn: 2.5, lastError: "HTTP 503",
-    storeError: "No space left on device", received: 120, sent: 5, confirmed: 4, connects: 3,
+    state: .waiting, url: "wss://chat.example/ws", protocol: "socketio", rooms: ["7", "ops"],
+    subprotocol: "chat", extensions: "permessage-deflate", session: "n1", namespace: "/",
+    retryIn: 2.5, lastError: "HTTP 503", lastFailure: "a1: muted",
+    storeError: "No space left on device", received: 120, sent: 5, confirmed: 4, failed: 1,
+    connects: 3,
     outbox: 1, lastSeq: 42, durableSeq: 41, storePath: "/var/lib/chatlink/messages.jsonl",
     version: "0.1.0")
 
@@ -23,9 +25,10 @@ enum Samples {
   static let events: [DaemonEvent] = [
     .connected(time: time, subprotocol: "chat", extensions: "permessage-deflate"),
     .disconnected(time: time, reason: "going away", code: 1001),
-    .message(time: time, record: record, room: "7"),
+    .message(time: time, record: record, room: "7", name: "chat"),
     .sent(time: time, id: "a1", room: "7"),
     .confirmed(time: time, id: "a1", room: "ops"),
+    .failed(time: time, id: "a2", room: "7", reason: "muted"),
     .error(time: time, text: "store writes are failing"),
     .status(time: time, text: "Connected to wss://chat.example/ws"),
   ]
@@ -36,6 +39,7 @@ enum Samples {
     "OutboxFull": .outboxFull(limit: 10_000),
     "StorageFailed": .storageFailed(reason: "No space left on device"),
     "InvalidParameter": .invalidParameter(parameter: "room", reason: "is required"),
+    "DeliveryFailed": .deliveryFailed(id: "a1", reason: "muted"),
   ]
 
   /// The full sample of a parameters or reply type.

@@ -179,6 +179,21 @@ final class ConfigTests: XCTestCase {
       error("[Store]\nMaxFiles=1\n[Backend]\nURL=ws://a/")?.message.contains("at least 2") ?? false)
   }
 
+  func testSocketIOKeysAreReadAndBadOnesRefusedWithTheReason() throws {
+    let c = try load(
+      "[Backend]\nURL=ws://a:3000/\nProtocol=socketio\nRooms=7\n[SocketIO]\nNamespace=/chat\nAuth={\"u\":1}"
+    )
+    XCTAssertEqual(c.chatProtocol, .socketio)
+    XCTAssertEqual(c.socketIONamespace, "/chat")
+    XCTAssertEqual(c.socketIOAuth, .object([("u", .int(1))]))
+    XCTAssertEqual(try load("[Backend]\nURL=ws://a/\n[SocketIO]\nAuth=").socketIOAuth, .object([]))
+    for bad in ["Namespace=chat", "Namespace=/a,b", "Namespace=/a b", "Auth=[1]", "Auth={"] {
+      let refused = error("[Backend]\nURL=ws://a/\n[SocketIO]\n" + bad)
+      XCTAssertEqual(refused?.line, 4, bad)
+      XCTAssertTrue(refused?.key?.hasPrefix("[SocketIO]") ?? false, bad)
+    }
+  }
+
   /// The token has exactly one way in: TokenFile= or a credential, never the config text.
   func testAnAuthorizationHeaderInTheConfigIsRefused() {
     let refused = error("[Backend]\nURL=ws://a/\nHeader=Authorization: Bearer s3cret")

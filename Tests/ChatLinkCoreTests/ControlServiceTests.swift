@@ -298,13 +298,50 @@ final class ControlServiceTests: XCTestCase {
         room: Array("7".utf8), payload: .text(payload)),
       scan: .unscanned, room: RoomID("7"))
     let event = try SubscribeReply(json: try client.reply().parameters).event
-    guard case .message(_, let record, let room) = event else { return XCTFail("\(event)") }
+    guard case .message(_, let record, let room, let name) = event else {
+      return XCTFail("\(event)")
+    }
     XCTAssertEqual(room, "7")
+    XCTAssertNil(name, "the envelope protocol does not name its events")
     XCTAssertEqual(
       record,
       StoredRecord(
         seq: 9, time: "2026-12-02T12:00:00.000000Z", direction: .inbound, room: .int(7),
         type: .json, data: json(String(decoding: payload, as: UTF8.self))))
+  }
+
+  func testASocketIOMessageEventCarriesTheEventName() throws {
+    let client = try fixture.client()
+    client.call(SubscribeMethod.self, SubscribeParameters(), more: true)
+    _ = try client.reply()
+    let payload = Array(#"{"event":"chat","args":[{"room_id":7}]}"#.utf8)
+    fixture.service.publishMessage(
+      StoreRecord(
+        seq: 3, time: Timestamp(microseconds: 1_796_212_800_000_000), direction: .inbound,
+        room: Array("7".utf8), payload: .text(payload)),
+      scan: .json(hasLineBreaks: false), room: RoomID("7"), namedEvents: true)
+    let event = try SubscribeReply(json: try client.reply().parameters).event
+    guard case .message(_, _, _, let name) = event else { return XCTFail("\(event)") }
+    XCTAssertEqual(name, "chat")
+  }
+
+  func testARefusedMessageEndsItsWatchedSendWithDeliveryFailedAndIsAnEvent() throws {
+    let watcher = try fixture.client()
+    let subscriber = try fixture.client()
+    subscriber.call(SubscribeMethod.self, SubscribeParameters(), more: true)
+    _ = try subscriber.reply()
+    watcher.call(SendMethod.self, SendParameters(room: "7", text: "hi", id: "a1"), more: true)
+    _ = try watcher.rawReply()
+    fixture.service.publishFailed(entry("a1", room: "7", count: 1), reason: "muted")
+    XCTAssertEqual(
+      text(try watcher.rawReply()),
+      #"{"error":"io.chatlink.Daemon.DeliveryFailed","parameters":{"id":"a1","reason":"muted"}}"#)
+    XCTAssertEqual(fixture.server.watchedSendCount, 0)
+    let event = try SubscribeReply(json: try subscriber.reply().parameters).event
+    guard case .failed(_, let id, let room, let reason) = event else {
+      return XCTFail("\(event)")
+    }
+    XCTAssertEqual([id, room, reason], ["a1", "7", "muted"])
   }
 
   func testReconnectAsksTheDaemonToReconnect() throws {

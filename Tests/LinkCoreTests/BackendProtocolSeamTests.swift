@@ -49,11 +49,16 @@ final class BackendProtocolSeamTests: XCTestCase {
     let lines = link.on(.upgraded(handshake()))
     XCTAssertEqual(
       Array(lines.dropFirst()),
-      ["send HELLO 1", "state upgrading (setting up the backend session)"])
+      [
+        "send HELLO 1", "arm pongDeadline 5", "state upgrading (setting up the backend session)",
+      ])
     XCTAssertEqual(link.on(.outbox([entry(1)], buffered: 0)), [], "nothing goes out before ready")
     XCTAssertEqual(
       link.on(.message(text("WELCOME"))),
-      ["state open (connected)", "send JOIN 7", "request outbox", "arm keepalive 10"])
+      [
+        "disarm pongDeadline", "state open (connected)", "send JOIN 7", "request outbox",
+        "arm keepalive 10",
+      ])
   }
 
   func testADialectsAcknowledgementsConfirmSendsAndPongsDoNot() {

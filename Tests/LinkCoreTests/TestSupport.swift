@@ -104,6 +104,7 @@ struct Harness {
     case .confirmed(let sent): "confirmed \(sent.entry.id)"
     case .confirmedThrough(let count, let entries):
       "confirmed through \(count): \(entries.map(\.entry.id).joined(separator: ","))"
+    case .failed(let entry, let reason): "failed \(entry.id): \(reason)"
     case .requestOutbox: "request outbox"
     case .pauseReading: "pause reading"
     case .resumeReading: "resume reading"

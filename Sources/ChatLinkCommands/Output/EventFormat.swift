@@ -8,6 +8,7 @@ extension Format {
   ///     12:00:04 connected (subprotocol chat, extensions permessage-deflate)
   ///     12:00:09 disconnected (1006): connection reset by peer
   ///     12:00:09 error: the backend refused the credentials (HTTP 401)
+  ///     12:00:09 failed 5f1c9a2e #7: not allowed
   ///     12:00:10 status: Reconnecting to ws://… in 1.2 s
   ///
   /// Messages use the stored record's own time; other events the event's time.
@@ -15,7 +16,7 @@ extension Format {
     let paint = Painter(enabled: colour)
     var clock: String { paint(timeText(event.time, clock: .time, time: time), .dim) + " " }
     switch event {
-    case .message(_, let record, _):
+    case .message(_, let record, _, _):
       return message(record, colour: colour, clock: .time, time: time)
     case .connected(_, let subprotocol, let extensions):
       var agreed: [String] = []
@@ -32,6 +33,10 @@ extension Format {
       var text = paint(event.name, .dim) + " " + printable(id)
       if let room { text += " " + paint(roomLabel(.string(room)), .cyan) }
       return clock + text
+    case .failed(_, let id, let room, let reason):
+      var text = paint("failed", .red, .bold) + " " + printable(id)
+      if let room { text += " " + paint(roomLabel(.string(room)), .cyan) }
+      return clock + text + ": " + paint(printable(reason), .red)
     case .error(_, let text):
       return clock + paint("error", .red, .bold) + ": " + paint(printable(text), .red)
     case .status(_, let text):

@@ -71,7 +71,8 @@ public enum ConfigLoader {
       throw fail("[Backend] ReconnectMinSec", "is larger than ReconnectMaxSec")
     }
     if c.chatProtocol == .raw && !c.rooms.isEmpty {
-      throw fail("[Backend] Rooms", "needs Protocol=envelope: raw mode has no rooms to join")
+      throw fail(
+        "[Backend] Rooms", "needs Protocol=envelope or socketio: raw mode has no rooms to join")
     }
   }
 
@@ -223,6 +224,24 @@ public enum ConfigLoader {
       "LeaveEvent": field(\.leaveEvent),
       "SendEvent": field(\.sendEvent),
       "MessageEvent": field(\.messageEvent),
+    ],
+    "SocketIO": [
+      "Namespace": { (c, v) throws(ValueError) in
+        guard v.hasPrefix("/"), v.utf8.count <= 256,
+          !v.unicodeScalars.contains(where: { $0.value <= 0x20 || $0 == "," || $0.value == 0x7F })
+        else {
+          throw ValueError(
+            message: "'\(v)' is not a namespace such as / or /chat (no spaces or commas)")
+        }
+        c.socketIONamespace = v
+      },
+      "Auth": { (c, v) throws(ValueError) in
+        guard let value = try? JSONValue.parse(v.isEmpty ? "{}" : v), value.objectValue != nil
+        else {
+          throw ValueError(message: "is not a JSON object such as {\"room\":\"x\"}")
+        }
+        c.socketIOAuth = value
+      },
     ],
     "Store": [
       "Directory": { (c, v) throws(ValueError) in

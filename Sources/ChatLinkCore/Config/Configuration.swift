@@ -9,6 +9,8 @@ public struct Configuration: Sendable, Hashable {
     case envelope
     /// Frames pass through untouched.
     case raw
+    /// Socket.IO 5 over Engine.IO 4.
+    case socketio
   }
 
   /// When appended store lines are made durable.
@@ -37,7 +39,7 @@ public struct Configuration: Sendable, Hashable {
   public var caFile: String?
   /// An HTTP CONNECT proxy, e.g. http://proxy:3128; nil means https_proxy/no_proxy apply.
   public var proxy: String?
-  /// Envelope or raw.
+  /// Envelope, raw or socketio.
   public var chatProtocol = ChatProtocol.envelope
   /// Rooms joined after every connect.
   public var rooms: [String] = []
@@ -59,6 +61,12 @@ public struct Configuration: Sendable, Hashable {
   public var maxMessageSize = 16 << 20
   /// Envelope field names.
   public var envelope = Envelope()
+
+  // [SocketIO]
+  /// The Socket.IO namespace to connect to.
+  public var socketIONamespace = "/"
+  /// The auth object sent with the namespace connect (the token is added as "token").
+  public var socketIOAuth = JSONValue.object([])
 
   // [Store]
   /// Where messages.jsonl and the outbox live.
@@ -107,7 +115,8 @@ public struct Configuration: Sendable, Hashable {
       url?.description ?? "", tokenFile ?? "", subprotocols.joined(separator: " "), caFile ?? "",
       proxy ?? "", chatProtocol.rawValue, rooms.joined(separator: " "), sender, "\(pingInterval)",
       "\(pongTimeout)", "\(connectTimeout)", "\(reconnectMin)", "\(reconnectMax)", "\(compression)",
-      "\(maxMessageSize)", "\(envelope)", storeDirectory, sync.rawValue, "\(syncInterval)",
+      "\(maxMessageSize)", "\(envelope)", socketIONamespace, socketIOAuth.description,
+      storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
       socketGroup, logLevel,
     ]

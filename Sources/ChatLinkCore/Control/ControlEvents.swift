@@ -9,7 +9,12 @@ import WebSocket
 /// returns before building anything unless a client is listening.
 extension ControlService {
   /// A stored inbound message, for subscribers.
-  public func publishMessage(_ record: StoreRecord, scan: PayloadScan, room: RoomID?) {
+  ///
+  /// - Parameter namedEvents: the protocol names its events (Socket.IO): the event carries the
+  ///   record's `event` member as `name`.
+  public func publishMessage(
+    _ record: StoreRecord, scan: PayloadScan, room: RoomID?, namedEvents: Bool = false
+  ) {
     guard hasSubscribers else { return }
     var line: [UInt8] = []
     record.appendLine(to: &line, scan: scan)
@@ -17,7 +22,8 @@ extension ControlService {
     // The store writes every line so that it parses; one that did not would be dropped here.
     guard let value = try? JSONValue.parse(line), let stored = try? StoredRecord(json: value)
     else { return }
-    publish(.message(time: Self.now, record: stored, room: room?.name), room: room)
+    let name = namedEvents ? stored.data["event"]?.stringValue : nil
+    publish(.message(time: Self.now, record: stored, room: room?.name, name: name), room: room)
   }
 
   /// An entry written to the backend.
@@ -37,6 +43,20 @@ extension ControlService {
       guard subscribed else { continue }
       publish(.confirmed(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
     }
+  }
+
+  /// An entry the backend refused: the last reply of a watched send is the error.
+  public func publishFailed(_ entry: OutboxEntry, reason: String) {
+    if server.watchedSendCount > 0 {
+      let error = DaemonError.deliveryFailed(id: entry.id, reason: reason).varlinkError
+      for connection in server.all where connection.watchedSends[entry.id] != nil {
+        connection.pushReceipt(VarlinkReply(error), id: entry.id)
+      }
+    }
+    guard hasSubscribers else { return }
+    publish(
+      .failed(time: Self.now, id: entry.id, room: entry.room?.name, reason: reason),
+      room: entry.room)
   }
 
   /// A connection opened.

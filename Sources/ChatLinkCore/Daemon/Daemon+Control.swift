@@ -13,13 +13,16 @@ extension Daemon: ControlTarget {
     var retryIn: Double?
     if case .waiting(let delay) = link.state { retryIn = delay.inSeconds }
     let counters = link.counters
+    let session = link.session
     return DaemonStatus(
       state: DaemonState(rawValue: link.state.name), url: link.displayURL,
-      rooms: link.rooms.map(\.name), subprotocol: link.negotiated?.subprotocol,
-      extensions: link.negotiated?.deflate.map(\.description), retryIn: retryIn,
-      lastError: link.lastError, storeError: store.failure?.message,
+      protocol: configuration.chatProtocol.rawValue, rooms: link.rooms.map(\.name),
+      subprotocol: link.negotiated?.subprotocol,
+      extensions: link.negotiated?.deflate.map(\.description), session: session?.id,
+      namespace: session?.namespace, retryIn: retryIn, lastError: link.lastError,
+      lastFailure: link.lastFailure, storeError: store.failure?.message,
       received: counters.received, sent: counters.sent, confirmed: counters.confirmed,
-      connects: counters.connects, outbox: outbox.pending.count,
+      failed: counters.failed, connects: counters.connects, outbox: outbox.pending.count,
       lastSeq: Int(clamping: store.lastSeq), durableSeq: Int(clamping: store.durableSeq),
       storePath: store.path, version: ChatLinkVersion.current)
   }
@@ -121,6 +124,7 @@ extension Daemon: ControlTarget {
 
   /// Hands what the link reports to the control socket's subscribers and watched sends.
   func forwardLinkEvents() {
+    let namedEvents = configuration.chatProtocol == .socketio
     link.onInbound = { [unowned self] inbound, seq, time in
       // Most of the time nobody follows: build nothing then.
       guard let service = self.service, service.hasSubscribers else { return }
@@ -128,9 +132,12 @@ extension Daemon: ControlTarget {
       service.publishMessage(
         StoreRecord(
           seq: seq, time: time, direction: .inbound, room: inbound.room, payload: inbound.payload),
-        scan: inbound.scan, room: room)
+        scan: inbound.scan, room: room, namedEvents: namedEvents)
     }
     link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
     link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
+    link.onFailed = { [unowned self] entry, reason in
+      self.service?.publishFailed(entry, reason: reason)
+    }
   }
 }

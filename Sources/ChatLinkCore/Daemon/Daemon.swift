@@ -90,7 +90,8 @@ public final class Daemon {
     do throws(SystemError) {
       link = try BackendLink(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
-        rooms: configuration.rooms.compactMap(RoomID.init), backend: Self.backend(configuration),
+        rooms: configuration.rooms.compactMap(RoomID.init),
+        backend: settings.makeBackend(configuration),
         store: store, outbox: outbox, logger: logger)
     } catch {
       throw .system(error)
@@ -139,10 +140,6 @@ public final class Daemon {
       throw .token(error)
     }
     return BackendSettings(c, url: url, token: token)
-  }
-
-  private static func backend(_ c: Configuration) -> any BackendProtocol {
-    c.chatProtocol == .raw ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
 
   private static func tls(_ c: Configuration) throws(StartError) -> TLSContext? {
@@ -262,7 +259,10 @@ public final class Daemon {
     let tls: TLSContext?
     do {
       new = try ConfigLoader.load(path: options.configPath)
-      settings = try Self.settings(new)
+      // A protocol change needs a restart, so the link keeps its protocol: only names change.
+      var effective = new
+      effective.chatProtocol = configuration.chatProtocol
+      settings = try Self.settings(effective)
       tls = try Self.tls(new)
     } catch let error as ConfigError {
       logger.error("reload failed; keeping the running configuration", ["error": "\(error)"])
@@ -291,12 +291,11 @@ public final class Daemon {
     }
     logger.logLevel = Logger.Level(name: new.logLevel) ?? .info
     tlsContext = tls
-    // A protocol change needs a restart, so the adapter keeps its kind: only names change.
     var effective = new
     effective.chatProtocol = old.chatProtocol
     link.apply(
       settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls,
-      backend: Self.backend(effective))
+      backend: settings.makeBackend(effective))
     configuration = new
     logger.info("configuration reloaded", ["rooms": String(link.rooms.count)])
   }

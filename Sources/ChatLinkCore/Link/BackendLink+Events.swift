@@ -143,6 +143,8 @@ extension BackendLink {
       logger.debug("store is behind; pausing reads", ["backlog_bytes": String(store.backlogBytes)])
     case .reconnectRequested(let reason):
       logger.notice("reconnect requested", ["reason": reason])
+    case .protocolProblem(let problem):
+      logger.warning("unexpected frame from the backend", ["problem": problem])
     }
   }
 }

@@ -25,6 +25,10 @@ public final class BackendLink: WebSocketClientDelegate {
   public var rooms: [RoomID] { core.rooms }
   /// Whether the dialect has rooms at all (Protocol=raw has none).
   public var hasRooms: Bool { core.hasRooms }
+  /// The dialect's own session on the current connection (Socket.IO's sid and namespace).
+  public var session: ProtocolSession? { core.session }
+  /// The last message the backend refused, as "<id>: <reason>".
+  public private(set) var lastFailure: String?
   /// The URL without credentials, for status and logs.
   public var displayURL: String { settings.url.description }
   /// The settings in force.
@@ -39,6 +43,8 @@ public final class BackendLink: WebSocketClientDelegate {
   public var onConfirmed: (([OutboxEntry]) -> Void)?
   /// Called when an entry is written to the socket.
   public var onSent: ((OutboxEntry) -> Void)?
+  /// Called when the backend refused an entry (it has left the outbox), with the reason.
+  public var onFailed: ((OutboxEntry, String) -> Void)?
 
   let loop: EventLoop
   let logger: Logger
@@ -121,10 +127,13 @@ public final class BackendLink: WebSocketClientDelegate {
     backend: any BackendProtocol
   ) {
     let needsReconnect = settings.needsReconnect(for: new)
+    // A dialect with per-connection state (Socket.IO's ack ids) is replaced only together with
+    // its connection; a stateless one takes new names at once.
+    let keepsDialect = new.socketIO != nil && !needsReconnect
     settings = new
     self.tlsContext = tlsContext
     ownFramesAreJSON = backend.framesAreSingleLineJSON
-    feed(.reload(new.link, rooms: rooms, backend: backend))
+    feed(.reload(new.link, rooms: rooms, backend: keepsDialect ? nil : backend))
     if needsReconnect { feed(.reconnect(reason: "configuration changed")) }
   }
 
@@ -167,6 +176,7 @@ public final class BackendLink: WebSocketClientDelegate {
     case .confirmedThrough(let count, let entries):
       outbox.confirm(through: count)
       storeOutbound(entries)
+    case .failed(let entry, let reason): failed(entry, reason)
     case .requestOutbox: offerOutbox()
     case .pauseReading: client?.isReadingPaused = true
     case .resumeReading: client?.isReadingPaused = false
@@ -206,6 +216,17 @@ public final class BackendLink: WebSocketClientDelegate {
     self.client = nil
     client.delegate = nil
     client.close(code: code, reason: reason)
+  }
+
+  /// The backend refused `entry`: it leaves the outbox (at least once does not mean forever),
+  /// and whoever waits for it learns why.
+  private func failed(_ entry: OutboxEntry, _ reason: String) {
+    outbox.confirm(id: entry.id)
+    lastFailure = "\(entry.id): \(reason)"
+    logger.warning(
+      "message refused by the backend",
+      ["id": entry.id, "room": entry.room?.name ?? "", "reason": reason])
+    onFailed?(entry, reason)
   }
 
   /// Gives the core the pending entries, when connected.

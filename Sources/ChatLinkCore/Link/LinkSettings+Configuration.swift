@@ -21,10 +21,14 @@ public struct BackendSettings: Sendable {
   public var proxy: ProxyAddress?
   /// What the link core needs.
   public var link: LinkSettings
+  /// The Socket.IO dialect's settings, the token in its auth object (Protocol=socketio only).
+  public var socketIO: SocketIOProtocol.Settings?
 
   /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
   /// (never logged).
-  public init(_ c: Configuration, url: WebSocketURL, token: String?) {
+  public init(_ c: Configuration, url configured: WebSocketURL, token: String?) {
+    let url =
+      c.chatProtocol == .socketio ? SocketIOProtocol.endpoint(for: configured) : configured
     self.url = url
     var headers = HTTPHeaders(c.headers)
     if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -41,13 +45,28 @@ public struct BackendSettings: Sendable {
     link = LinkSettings(
       url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
       reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
+    if c.chatProtocol == .socketio {
+      var dialect = SocketIOProtocol.Settings()
+      dialect.namespace = c.socketIONamespace
+      dialect.auth = SocketIOProtocol.authPayload(c.socketIOAuth, token: token)
+      dialect.names = c.envelope
+      dialect.sender = c.sender
+      socketIO = dialect
+    }
+  }
+
+  /// The dialect for these settings.
+  func makeBackend(_ c: Configuration) -> any BackendProtocol {
+    if let socketIO { return SocketIOProtocol(socketIO) }
+    return c.chatProtocol == .raw
+      ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
 
   /// Whether going from `self` to `new` needs a new connection (what the upgrade carried).
   func needsReconnect(for new: BackendSettings) -> Bool {
     new.url != url || new.headers != headers || new.proxy != proxy
       || new.subprotocols != subprotocols || new.compression != compression
-      || new.maxMessageSize != maxMessageSize
+      || new.maxMessageSize != maxMessageSize || new.socketIO != socketIO
   }
 
   /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.

@@ -1,0 +1,130 @@
+import JSON
+import WebSocket
+
+/// A binary event or ack whose attachments are still arriving, one binary frame each.
+struct PartialBinaryPacket: Sendable {
+  var kind: SocketIOPacket.Kind
+  var ackID: UInt64?
+  /// The packet's JSON data, with `{"_placeholder":true,"num":N}` for each attachment.
+  var data: [UInt8]
+  var needed: Int
+  var attachments: [[UInt8]] = []
+
+  var isComplete: Bool { attachments.count >= needed }
+}
+
+/// Inbound events as store records, and binary packets put back together.
+extension SocketIOProtocol {
+  /// `{"event":"<name>","args":[…]}` from an event's data `["<name>",…]`, with the room from
+  /// the first argument's room field; nil when the data is not an array starting with a name.
+  ///
+  /// Built from the frame's bytes without a tree: every inbound event passes here.
+  func eventRecord(_ data: UnsafeRawBufferPointer) -> InboundMessage? {
+    guard
+      let scan = JSONScanner.scanArray(
+        data, elements: 2, nestedIn: 1, nestedKeys: roomKeys, knownUTF8: true,
+        maxDepth: JSONScanner.embeddedMaxDepth - 1),
+      let name = scan.topLevel[0], data[name.lowerBound] == UInt8(ascii: "\"")
+    else { return nil }
+    // The arguments: what follows the name and its comma, the closing bracket included.
+    var rest = name.upperBound
+    while rest < data.count, Self.isWhitespace(data[rest]) { rest += 1 }
+    if data[rest] == UInt8(ascii: ",") { rest += 1 }
+    var out: [UInt8] = []
+    out.reserveCapacity(data.count + 24)
+    out.append(#"{"event":"# as StaticString)
+    out += data[name]
+    out.append(#","args":["# as StaticString)
+    out += data[rest...]
+    out.append(UInt8(ascii: "}"))
+    var record = InboundMessage(
+      payload: .text(out), scan: .json(hasLineBreaks: scan.hasLineBreaks))
+    record.room = Self.room(scan.nested[0].map { data[$0] })
+    return record
+  }
+
+  /// A room value as the record keeps it: numbers and strings name a room; nothing else does.
+  static func room(_ value: Slice<UnsafeRawBufferPointer>?) -> [UInt8]? {
+    guard let value, let first = value.first else { return nil }
+    guard first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit else {
+      return nil
+    }
+    return Array(value)
+  }
+
+  private static func isWhitespace(_ byte: UInt8) -> Bool {
+    byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+  }
+
+  /// A binary frame: the next attachment of the packet being put together.
+  mutating func attachment(_ bytes: [UInt8], _ message: Message) -> ProtocolReading {
+    guard partial != nil else {
+      var reading = ProtocolReading(
+        record: InboundMessage(payload: message, scan: .unscanned))
+      reading.problem = "a binary frame that no binary packet announced"
+      return reading
+    }
+    partial?.attachments.append(bytes)
+    return partial?.isComplete == true ? finishBinary() : ProtocolReading(record: nil)
+  }
+
+  /// Every attachment arrived: the event's record (each placeholder with its bytes in
+  /// base64), or the ack's meaning.
+  mutating func finishBinary() -> ProtocolReading {
+    guard let packet = partial else { return ProtocolReading(record: nil) }
+    partial = nil
+    guard let value = try? JSONValue.parse(packet.data) else {
+      return Self.unreadable(
+        .text(packet.data), packet.data, "a binary packet whose data is not JSON")
+    }
+    let filled = Self.fill(value, with: packet.attachments)
+    if packet.kind == .binaryAck {
+      return acknowledged(packet.ackID, filled.bytes)
+    }
+    guard case .array(let items) = filled, case .string(let name)? = items.first else {
+      return Self.unreadable(
+        .text(packet.data), packet.data, "a binary event whose data is not [\"name\", …]")
+    }
+    let args = Array(items.dropFirst())
+    let record = JSONValue.object([("event", .string(name)), ("args", .array(args))])
+    var inbound = InboundMessage(payload: .text(record.bytes), scan: .json(hasLineBreaks: false))
+    if let room = args.first?[settings.names.roomField] {
+      switch room {
+      case .int, .double, .string: inbound.room = room.bytes
+      default: break
+      }
+    }
+    var reading = ProtocolReading(record: inbound)
+    if let id = packet.ackID { reading.acknowledgement = acknowledgement(id) }
+    return reading
+  }
+
+  /// `value` with every `{"_placeholder":true,"num":N}` given `"base64"`: attachment N.
+  static func fill(_ value: JSONValue, with attachments: [[UInt8]]) -> JSONValue {
+    switch value {
+    case .array(let items):
+      return .array(items.map { fill($0, with: attachments) })
+    case .object(let members):
+      if value["_placeholder"]?.boolValue == true, let num = value["num"]?.intValue,
+        num >= 0, num < attachments.count
+      {
+        return .object(members + [("base64", .string(Base64.encode(attachments[Int(num)])))])
+      }
+      return .object(members.map { ($0.key, fill($0.value, with: attachments)) })
+    default:
+      return value
+    }
+  }
+
+  /// An ack's data as bytes (a binary ack, after its attachments were filled in).
+  mutating func acknowledged(_ id: UInt64?, _ data: [UInt8]) -> ProtocolReading {
+    data.withUnsafeBytes { acknowledged(id, $0) }
+  }
+
+  /// `unreadable` for bytes held in an array.
+  static func unreadable(_ message: Message, _ bytes: [UInt8], _ problem: String)
+    -> ProtocolReading
+  {
+    bytes.withUnsafeBytes { unreadable(message, $0, problem) }
+  }
+}
