@@ -51,10 +51,12 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
     GET  /control/events?since=K    {"events": events[K:]}: every client event in arrival
                                     order, duplicates kept: {t, sid, namespace, event, args,
                                     ack (whether the client asked for one)}
-    POST /control/config            {"token", "refuse", "reject_prefix", "hold_acks"}: sets
-                                    the given ones (token null: accept everyone). With
-                                    hold_acks, send-message acks wait until hold_acks is
-                                    set false again (the events are recorded at once)
+    POST /control/config            {"token", "refuse", "reject_prefix", "hold_acks",
+                                    "connect_delay"}: sets the given ones (token null: accept
+                                    everyone). With hold_acks, send-message acks wait until
+                                    hold_acks is set false again (the events are recorded at
+                                    once); connect_delay (seconds) delays every answer to a
+                                    namespace connect
     POST /control/emit              {"room": "7", "namespace": "/", "event": "message",
                                     "n": 10000, "size": 120, "tag": "f", "big_at": -1,
                                     "wait": true}: emits n events {"room_id": R, "n": i,
@@ -62,7 +64,8 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
                                     python-socketio takes them (R is the room as a number
                                     when it is one); the i == big_at one has a 1 MiB text
                                     (flood_text(tag, i, BIG)). Replies {"id"} (wait false)
-                                    or the flood's entry once all are emitted
+                                    or the flood's entry once all are emitted. With "args":
+                                    [...] instead, one event with exactly those arguments
     POST /control/binary            {"room", "namespace", "event": "file", "blobs": [b64, …]}:
                                     emits (room_id, blob0 in {"room_id", "blob"}, blob1, …)
                                     as one binary event (`45<n>-…` and n binary frames)
@@ -173,6 +176,7 @@ class Peer:
             "refuse": args.refuse,
             "reject_prefix": args.reject_prefix,
             "hold_acks": False,
+            "connect_delay": 0,
             "ping_interval": args.ping_interval,
             "ping_timeout": args.ping_timeout,
             "max_payload": args.max_payload,
@@ -208,7 +212,10 @@ class Peer:
                 return await super()._handle_eio_disconnect(eio_sid, reason)
 
         self.sio = Server(
-            async_mode="aiohttp", logger=False, engineio_logger=False, async_handlers=False,
+            # async_handlers: each event in a task of its own (started in arrival order, and
+            # recorded before its first await), so a held ack blocks neither the reads nor
+            # the pongs behind it.
+            async_mode="aiohttp", logger=False, engineio_logger=False, async_handlers=True,
             ping_interval=args.ping_interval, ping_timeout=args.ping_timeout,
             max_http_buffer_size=args.max_payload, cors_allowed_origins="*",
         )
@@ -222,6 +229,8 @@ class Peer:
         refused = self.socketio.exceptions.ConnectionRefusedError
 
         async def connect(sid, environ, auth=None):
+            if self.config["connect_delay"]:
+                await asyncio.sleep(float(self.config["connect_delay"]))
             token = self.config["token"]
             ok = token is None or (isinstance(auth, dict) and auth.get("token") == token)
             eio_sid = sio.manager.eio_sid_from_sid(sid, ns)
@@ -332,7 +341,7 @@ class Peer:
         elif request.method == "GET" and name == "events":
             result = {"events": self.events[int(request.query.get("since", "0")):]}
         elif name == "config":
-            for key in ("token", "refuse", "reject_prefix", "hold_acks"):
+            for key in ("token", "refuse", "reject_prefix", "hold_acks", "connect_delay"):
                 if key in body:
                     self.config[key] = body[key]
             if self.config["hold_acks"]:
@@ -340,6 +349,10 @@ class Peer:
             else:
                 self.released.set()
             result = self.config
+        elif name == "emit" and "args" in body:
+            await self.sio.emit(body.get("event", "message"), tuple(body["args"]), room=str(body.get("room", "7")),
+                                namespace=body.get("namespace", "/"))
+            result = {"ok": True}
         elif name == "emit":
             entry = {"id": len(self.floods), "n": int(body.get("n", 1)), "emitted": 0, "done": False,
                      "started": time.monotonic(), "ended": None}

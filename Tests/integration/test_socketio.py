@@ -284,6 +284,16 @@ def test_the_fixture_serves_python_socketio_clients(make_sio):
         assert await c.call("join-room", {"room_id": 5}, namespace="/chat") == {"ok": True}
         assert await c.call("send-message", {"room_id": 7, "message": "hi"}) == {"ok": True}
         assert await c.call("send-message", {"room_id": 7, "message": "reject:too rude"}) == {"error": "too rude"}
+        # A held ack holds only its own message: the next ones are recorded meanwhile.
+        await asyncio.to_thread(server.post, "config", {"hold_acks": True})
+        held = [asyncio.ensure_future(c.call("send-message", {"room_id": 7, "message": f"held {i}"})) for i in range(3)]
+        for _ in range(100):
+            if len(await asyncio.to_thread(server.sends)) == 5:
+                break
+            await asyncio.sleep(0.05)
+        assert not any(h.done() for h in held)
+        await asyncio.to_thread(server.post, "config", {"hold_acks": False})
+        assert await asyncio.gather(*held) == [{"ok": True}] * 3
         await asyncio.to_thread(server.post, "emit", {"room": "7", "n": 2000, "size": 60, "tag": "t", "big_at": 3})
         for _ in range(200):
             if len(got) == 2000:
@@ -319,7 +329,8 @@ def test_the_fixture_serves_python_socketio_clients(make_sio):
     assert ok[0]["auth"] == {"token": "sekret", "k": 1} and ok[0]["authorization"] == "Bearer sekret"
     assert "EIO=4" in ok[0]["query"] and ok[0]["path"] == "/socket.io/"
     assert state["client_acks"][0]["args"] == ["answer", 1]
-    assert [e["event"] for e in server.events()] == ["join-room", "join-room", "send-message", "send-message"]
+    assert [e["event"] for e in server.events()] == ["join-room", "join-room"] + ["send-message"] * 5
+    assert [e["args"][0]["message"] for e in server.sends()[2:]] == ["held 0", "held 1", "held 2"]
     assert server.events("join-room", "/chat")[0]["args"] == [{"room_id": 5}]
 
 
@@ -404,8 +415,8 @@ def test_a_refused_connect_is_reported_clearly_and_retried_slowly(make_daemon, m
         d = sio_daemon(make_daemon, server, overrides)
         message = "Unable to connect"
     else:
-        d = sio_daemon(make_daemon, server, overrides, token=False)
         server.post("config", {"token": "not-the-daemons"})
+        d = sio_daemon(make_daemon, server, overrides, token=False)
         message = "rejected by server" if how == "connect-returns-false" else "unauthorized"
 
     def attempts():
@@ -416,7 +427,7 @@ def test_a_refused_connect_is_reported_clearly_and_retried_slowly(make_daemon, m
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert all(g >= hi - 0.05 for g in gaps), f"a refusal was retried faster than ReconnectMaxSec: {gaps}"
     status = d.status()
-    assert status["state"] != "open" and status["connects"] == 0, status
+    assert status["state"] != "open", status
     error = status.get("last_error") or ""
     assert "refused" in error and message in error, status
     assert not any(c["accepted"] for c in server.state()["connects"])
@@ -435,6 +446,22 @@ def test_a_refused_connect_is_reported_clearly_and_retried_slowly(make_daemon, m
     wait_ready(d, server, timeout=hi + 5)
     wait_delivered(server, acked)
     assert d.status().get("last_error") is None
+
+
+def test_the_session_opens_only_once_the_namespace_connect_is_accepted(make_daemon, make_sio):
+    """Open, joins and the outbox wait for the server's `40{"sid":…}`, however late it is."""
+    delay = 0.8
+    server = make_sio()
+    server.post("config", {"connect_delay": delay})
+    d = sio_daemon(make_daemon, server)
+    acked = send_many(d, 2, prefix="early")  # queued before the session is ready
+    seen_open = wait_until(lambda: d.status()["state"] == "open" and time.monotonic(), 10, interval=0.02,
+                           message="state open")
+    state = server.state()
+    assert seen_open - state["eio"][0]["opened"] >= delay - 0.05, "open before the namespace connect was accepted"
+    wait_delivered(server, acked)
+    assert [e["event"] for e in server.events()] == ["join-room", "join-room", "send-message", "send-message"]
+    assert d.status()["connects"] == 1
 
 
 @pytest.mark.parametrize("auth", ["not json", "[1,2]", '"token"'])
@@ -477,7 +504,7 @@ def test_a_send_is_confirmed_by_the_servers_ack_only(make_daemon, make_sio):
                           "count": replies[0]["parameters"]["count"], "client_id": cid}]
     status = wait_outbox_empty(d)
     assert status["confirmed"] == 1 and status["failed"] == 0
-    outs = [r for r in d.records() if r["dir"] == "out"]
+    outs = wait_until(lambda: [r for r in d.records() if r["dir"] == "out"], 5, message="the out record")
     assert len(outs) == 1
     assert outs[0]["id"] == cid and str(outs[0]["room"]) == "7" and outs[0]["type"] == "json"
     assert outs[0]["data"] == {"event": "send-message", "args": e["args"]}
@@ -613,7 +640,58 @@ def test_another_namespace_connects_sends_and_receives_there(make_daemon, make_s
     wait_until(lambda: len(in_events(d.records(), "message")) >= 3, 10, message="the /chat emits stored")
     got = in_events(d.records(), "message")
     assert [r["data"]["args"][0]["text"] for r in got] == [flood_text("chat", i, 120) for i in range(3)]
+    server.post("call", {"sid": sid, "namespace": "/chat", "event": "ask", "args": [{"room_id": 7}]})
+    ack = wait_until(lambda: server.state()["client_acks"], 10, message="the daemon's ack in /chat")[0]
+    assert ack["namespace"] == "/chat" and ack["args"] == []
     wait_outbox_empty(d)
+
+
+def test_inbound_events_of_every_shape_are_stored_as_sent(make_daemon, make_sio):
+    """The record's room is args[0].room_id when args[0] is an object holding it, else null;
+    the event name and the arguments are kept exactly."""
+    server = make_sio()
+    d = sio_daemon(make_daemon, server)
+    wait_ready(d, server)
+    tricky = "quote \" backslash \\ newline \n tab \t nul \u0000 🎉 한글 \u2028"
+    shapes = [
+        ("note", ["plain string", 3], None),
+        ("알림🔔", [{"room_id": "ops", "x": 1}], "ops"),
+        ("bare", [], None),
+        ("nested", [{"room_id": 7, "deep": {"a": [1, 2.5, {"b": None}], "t": True}, "s": tricky}], "7"),
+        ("second-arg-room", [{"no_room": True}, {"room_id": 7}], None),
+        ("list-first", [[{"room_id": 7}]], None),
+        ("big-number", [{"room_id": 12345678901234, "n": -0.0001}], "12345678901234"),
+    ]
+    for event, args, _ in shapes:
+        server.post("emit", {"room": "7", "event": event, "args": args})
+    server.post("emit", {"room": "7", "n": 1, "tag": "last"})
+    records = wait_until(lambda: (r := d.records()) and in_events(r, "message") and r, 10, message="every event stored")
+    got = [r for r in records if r["dir"] == "in"][:-1]
+    assert [r["data"] for r in got] == [{"event": e, "args": a} for e, a, _ in shapes]
+    assert [None if r["room"] is None else str(r["room"]) for r in got] == [room for _, _, room in shapes]
+    assert all(r["type"] == "json" for r in got)
+
+
+def test_a_reconnect_resends_the_unconfirmed_in_order_and_stores_each_once(make_daemon, make_sio):
+    hi = 1.0
+    server = make_sio()
+    d = sio_daemon(make_daemon, server, {"Backend": {"ReconnectMinSec": 0.2, "ReconnectMaxSec": hi}})
+    first = wait_ready(d, server)
+    server.post("config", {"hold_acks": True})
+    acked = send_many(d, 10, prefix="held")
+    wait_until(lambda: len(server.sends()) >= 10, 10, message="the 10 sends at the server, unacknowledged")
+    server.post("disconnect", {"namespace": "/"})
+    second = wait_ready(d, server, min_connects=2, timeout=hi + 5)
+    wait_until(lambda: len(server.sends()) >= 20, 10, message="the 10 sent again on the new session")
+    server.post("config", {"hold_acks": False})  # the old session's acks go nowhere
+    assert [sent_payload(e)["client_id"] for e in server.sends() if e["sid"] == second] == [a["id"] for a in acked]
+    assert [sent_payload(e)["client_id"] for e in server.sends() if e["sid"] == first] == [a["id"] for a in acked]
+    status = wait_outbox_empty(d)
+    assert status["confirmed"] == 10, status
+    wait_until(lambda: len([r for r in d.records() if r["dir"] == "out"]) >= 10, 5, message="the out records")
+    time.sleep(0.3)
+    outs = [r["id"] for r in d.records() if r["dir"] == "out"]
+    assert outs == [a["id"] for a in acked], "a message confirmed once was stored twice, or out of order"
 
 
 # ---------------------------------------------------------------------------- faults
@@ -646,7 +724,9 @@ def test_a_server_restart_rejoins_rooms_and_delivers_what_was_queued_while_down(
     wait_delivered(server, before)
     wait_outbox_empty(d)
     server.stop(signal.SIGKILL)
-    wait_until(lambda: d.status()["state"] != "open", 10, message="the daemon noticing the server gone")
+    down_status = wait_until(lambda: (s := d.status())["state"] != "open" and s, 10,
+                             message="the daemon noticing the server gone")
+    assert down_status.get("session") is None, f"a session while disconnected: {down_status}"
     down = send_many(d, 20, prefix="down")
     assert d.status()["outbox"] == 20
     server.start()  # same port, a new process: nothing recorded yet
