@@ -75,6 +75,10 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
     POST /control/disconnect        {"sid": optional, "namespace": "/"}: server-initiated
                                     disconnect (`41`) of that client, or of every client of
                                     the namespace. Replies {"sids": [...]}
+    POST /control/raw               {"frames": [{"text": "..."} | {"b64": "..."}, ...]}:
+                                    those WebSocket frames, verbatim (no Engine.IO prefix
+                                    added), to every open Engine.IO session, in order with
+                                    its other packets. Replies {"sessions": n}
     POST /control/silence           {"on": true}: stop pinging every open Engine.IO session
                                     (later ones are pinged as usual); {"on": false} resumes.
                                     Replies {"silenced": [...]}
@@ -156,6 +160,16 @@ def _patch_engineio() -> None:
             await self.send(eio_packet.Packet(eio_packet.PING))
 
     eio_socket.AsyncSocket._send_ping = _send_ping
+
+
+class RawFrame:
+    """Stands in for an engineio Packet in a session's send queue: its frame, verbatim."""
+
+    def __init__(self, frame: str | bytes):
+        self.frame = frame
+
+    def encode(self) -> str | bytes:
+        return self.frame
 
 
 # ---------------------------------------------------------------------------- the server
@@ -387,6 +401,14 @@ class Peer:
             for sid in sids:
                 await self.sio.disconnect(sid, namespace=ns)
             result = {"sids": sids}
+        elif name == "raw":
+            frames = [f["text"] if "text" in f else base64.b64decode(f["b64"]) for f in body.get("frames", [])]
+            socks = [sock for sid, sock in list(self.sio.eio.sockets.items())
+                     if sid in self.eio and self.eio[sid]["closed"] is None]
+            for sock in socks:
+                for frame in frames:
+                    await sock.queue.put(RawFrame(frame))
+            result = {"sessions": len(socks)}
         elif name == "silence":
             if body.get("on", True):
                 SILENCED.update(e["eio_sid"] for e in self.eio.values() if e["closed"] is None)

@@ -672,6 +672,68 @@ def test_inbound_events_of_every_shape_are_stored_as_sent(make_daemon, make_sio)
     assert all(r["type"] == "json" for r in got)
 
 
+GARBAGE = [
+    "42not json",
+    '42["cut short"',
+    '42{"event":"not an array"}',
+    "42[1,2]",
+    "42[]",
+    '43999["an ack for an id never asked"]',
+    "49",
+    "7unknown engine.io packet",
+    "",
+    "4",
+]
+
+
+def test_malformed_packets_neither_stop_the_link_nor_lose_what_comes_after(make_daemon, make_sio):
+    server = make_sio()
+    d = sio_daemon(make_daemon, server)
+    wait_ready(d, server)
+    server.post("emit", {"room": "7", "n": 2, "tag": "before"})
+    assert server.post("raw", {"frames": [{"text": g} for g in GARBAGE]})["sessions"] == 1
+    acked = send_many(d, 3, prefix="meanwhile")
+    server.post("emit", {"room": "7", "n": 2, "tag": "after"})
+    wait_until(lambda: len(in_events(d.records(), "message")) >= 4, 10, message="the valid events around the garbage")
+    wait_delivered(server, acked)
+    records, bad = quiet_store(d)
+    assert not bad
+    texts = [r["data"]["args"][0]["text"] for r in in_events(records, "message")]
+    assert texts == [flood_text("before", i, 120) for i in range(2)] + [flood_text("after", i, 120) for i in range(2)]
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    status = d.status()
+    assert status["state"] == "open" and status["connects"] == 1, status
+    # Each bad frame is named in a warning; every one but the stray ack is kept as it came
+    # (a record of the raw frame: text, or json where the frame happens to parse).
+    warnings = [line for _, line in d.log_lines() if "unexpected frame from the backend" in line]
+    assert len(warnings) == len(GARBAGE), "\n".join(warnings)
+    assert any("an ack for an id we did not ask for" in w for w in warnings)
+    kept = [r for r in records if r["dir"] == "in" and r not in in_events(records, "message")]
+    raw = [r["data"] if r["type"] == "text" else json.dumps(r["data"]) for r in kept]
+    assert raw == [g for g in GARBAGE if not g.startswith("43")], kept
+    assert all(r["room"] is None for r in kept)
+
+
+def test_a_binary_packet_cut_short_by_a_text_frame_does_not_lose_the_events_after(make_daemon, make_sio):
+    server = make_sio()
+    d = sio_daemon(make_daemon, server)
+    wait_ready(d, server)
+    server.post("raw", {"frames": [{"text": '451-["file",{"room_id":7,"blob":{"_placeholder":true,"num":0}}]'}]})
+    server.post("emit", {"room": "7", "n": 3, "tag": "after"})
+    server.post("raw", {"frames": [{"b64": base64.b64encode(b"stray binary").decode()}]})
+    server.post("emit", {"room": "7", "n": 3, "tag": "later"})
+    wait_until(lambda: len([r for r in in_events(d.records(), "message")
+                            if r["data"]["args"][0]["text"].startswith("later#")]) == 3, 10,
+               message="the events after the stray binary frame")
+    records, bad = quiet_store(d)
+    assert not bad
+    texts = [r["data"]["args"][0]["text"] for r in in_events(records, "message")]
+    assert texts == [flood_text("after", i, 120) for i in range(3)] + [flood_text("later", i, 120) for i in range(3)]
+    warnings = [line for _, line in d.log_lines() if "unexpected frame from the backend" in line]
+    assert len(warnings) == 2 and "cut short" in warnings[0] and "binary frame" in warnings[1], warnings
+    assert d.status()["state"] == "open"
+
+
 def test_a_reconnect_resends_the_unconfirmed_in_order_and_stores_each_once(make_daemon, make_sio):
     hi = 1.0
     server = make_sio()
