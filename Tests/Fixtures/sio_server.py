@@ -12,7 +12,9 @@ kernel, no Socket.IO or Engine.IO goodbye is sent.
 Namespaces "/" and "/chat" are served (any other is refused by python-socketio with
 `44/ns,"Unable to connect"`). Per namespace, the client events are:
 
-    join-room {"room_id": R}     enter_room(sid, str(R)); ack {"ok": true}
+    join-room {"room_id": R}     enter_room(sid, str(R)); ack {"ok": true}, or
+                                 {"error": "no such room"} (not entered) for the rooms in
+                                 the reject_rooms config
     leave-room {"room_id": R}    leave_room(sid, str(R)); ack {"ok": true}
     send-message {…}             recorded; ack {"ok": true}, or {"error": "<rest>"} when its
                                  "message" starts with the reject prefix (the rest after it,
@@ -50,9 +52,10 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
           "floods": [{id, n, emitted, done, started, ended}], "events": <count>}
     GET  /control/events?since=K    {"events": events[K:]}: every client event in arrival
                                     order, duplicates kept: {t, sid, namespace, event, args,
-                                    ack (whether the client asked for one)}
+                                    ack_id (the client's ack id, null when it asked for none)}
     POST /control/config            {"token", "refuse", "reject_prefix", "hold_acks",
-                                    "connect_delay"}: sets the given ones (token null: accept
+                                    "connect_delay", "reject_rooms": [room, ...]}: sets the
+                                    given ones (token null: accept
                                     everyone). With hold_acks, send-message acks wait until
                                     hold_acks is set false again (the events are recorded at
                                     once); connect_delay (seconds) delays every answer to a
@@ -91,6 +94,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextvars
 import itertools
 import json
 import os
@@ -128,6 +132,8 @@ def _jsonable(value: Any) -> Any:
 
 # ---------------------------------------------------------------------------- python-engineio changes
 
+# The ack id of the client event being handled (set before its handler's task starts).
+ACK_ID: contextvars.ContextVar[int | None] = contextvars.ContextVar("ack_id", default=None)
 SILENCED: set[str] = set()
 PINGS: list[dict] = []
 
@@ -191,6 +197,7 @@ class Peer:
             "reject_prefix": args.reject_prefix,
             "hold_acks": False,
             "connect_delay": 0,
+            "reject_rooms": [],
             "ping_interval": args.ping_interval,
             "ping_timeout": args.ping_timeout,
             "max_payload": args.max_payload,
@@ -217,6 +224,10 @@ class Peer:
                     "authorization": environ.get("HTTP_AUTHORIZATION"),
                 }
                 return await super()._handle_eio_connect(eio_sid, environ)
+
+            async def _handle_event(self, eio_sid, namespace, id, data):
+                ACK_ID.set(id)  # copied into the handler's task, which starts from here
+                return await super()._handle_event(eio_sid, namespace, id, data)
 
             async def _handle_eio_disconnect(self, eio_sid, reason):
                 entry = peer.eio.get(eio_sid)
@@ -267,13 +278,16 @@ class Peer:
             self.disconnects.append({"t": time.monotonic(), "sid": sid, "namespace": ns, "reason": str(reason)})
 
         def record(sid, event, args) -> dict:
-            e = {"t": time.monotonic(), "sid": sid, "namespace": ns, "event": event, "args": _jsonable(list(args))}
+            e = {"t": time.monotonic(), "sid": sid, "namespace": ns, "event": event, "args": _jsonable(list(args)),
+                 "ack_id": ACK_ID.get()}
             self.events.append(e)
             return e
 
         async def join_room(sid, *args):
             record(sid, "join-room", args)
             room = str(args[0]["room_id"])
+            if room in self.config["reject_rooms"]:
+                return {"error": "no such room"}
             await sio.enter_room(sid, room, namespace=ns)
             return {"ok": True}
 
@@ -355,7 +369,7 @@ class Peer:
         elif request.method == "GET" and name == "events":
             result = {"events": self.events[int(request.query.get("since", "0")):]}
         elif name == "config":
-            for key in ("token", "refuse", "reject_prefix", "hold_acks", "connect_delay"):
+            for key in ("token", "refuse", "reject_prefix", "hold_acks", "connect_delay", "reject_rooms"):
                 if key in body:
                     self.config[key] = body[key]
             if self.config["hold_acks"]:

@@ -283,6 +283,7 @@ def test_the_fixture_serves_python_socketio_clients(make_sio):
         assert await c.call("join-room", {"room_id": 7}) == {"ok": True}
         assert await c.call("join-room", {"room_id": 5}, namespace="/chat") == {"ok": True}
         assert await c.call("send-message", {"room_id": 7, "message": "hi"}) == {"ok": True}
+        await c.emit("note", {"no": "ack"})
         assert await c.call("send-message", {"room_id": 7, "message": "reject:too rude"}) == {"error": "too rude"}
         # A held ack holds only its own message: the next ones are recorded meanwhile.
         await asyncio.to_thread(server.post, "config", {"hold_acks": True})
@@ -329,7 +330,8 @@ def test_the_fixture_serves_python_socketio_clients(make_sio):
     assert ok[0]["auth"] == {"token": "sekret", "k": 1} and ok[0]["authorization"] == "Bearer sekret"
     assert "EIO=4" in ok[0]["query"] and ok[0]["path"] == "/socket.io/"
     assert state["client_acks"][0]["args"] == ["answer", 1]
-    assert [e["event"] for e in server.events()] == ["join-room", "join-room"] + ["send-message"] * 5
+    assert [e["event"] for e in server.events()] == ["join-room", "join-room", "send-message", "note"] + ["send-message"] * 4
+    assert [e["ack_id"] is None for e in server.events()] == [False, False, False, True] + [False] * 4
     assert [e["args"][0]["message"] for e in server.sends()[2:]] == ["held 0", "held 1", "held 2"]
     assert server.events("join-room", "/chat")[0]["args"] == [{"room_id": 5}]
 
@@ -387,7 +389,7 @@ def test_connects_with_the_token_in_auth_and_the_bearer_header_and_joins_its_roo
     # server names it (a number when it is one).
     joins = server.events("join-room")
     assert sorted(json.dumps(e["args"]) for e in joins) == sorted(['[{"room_id": 7}]', '[{"room_id": "ops"}]'])
-    assert all(e["sid"] == sid for e in joins)
+    assert all(e["sid"] == sid and e["ack_id"] is not None for e in joins), joins
     assert d.token not in d.log_text() and d.token not in json.dumps(status)
     # Join and Leave at run time go through the handlers too.
     assert "error" not in d.call("io.chatlink.Daemon.Join", {"room": "42"})
@@ -397,12 +399,50 @@ def test_connects_with_the_token_in_auth_and_the_bearer_header_and_joins_its_roo
     assert server.events("leave-room")[-1]["args"] == [{"room_id": "ops"}]
 
 
-def test_a_custom_engine_io_path_is_used_as_given(make_daemon, make_sio):
-    server = make_sio("--path", "rt/io")
-    d = sio_daemon(make_daemon, server, url=f"ws://127.0.0.1:{server.port}/rt/io/?v=2")
+@pytest.mark.parametrize("server_path,url_rest,want_path,want_query", [
+    ("socket.io", "", "/socket.io/", {}),
+    ("socket.io", "/?EIO=3&transport=polling&x=1", "/socket.io/", {"x": ["1"]}),
+    ("rt/io", "/rt/io/?v=2", "/rt/io/", {"v": ["2"]}),
+], ids=["no-path", "their-EIO-and-transport-replaced", "custom-path"])
+def test_the_engine_io_endpoint_follows_the_url(make_daemon, make_sio, server_path, url_rest, want_path, want_query):
+    server = make_sio("--path", server_path)
+    d = sio_daemon(make_daemon, server, url=f"ws://127.0.0.1:{server.port}{url_rest}")
     wait_ready(d, server)
     [conn] = server.accepted()
-    assert conn["path"] == "/rt/io/" and "v=2" in conn["query"] and "EIO=4" in conn["query"]
+    assert conn["path"] == want_path
+    assert urllib.parse.parse_qs(conn["query"]) == {"EIO": ["4"], "transport": ["websocket"], **want_query}, conn
+
+
+def test_without_a_token_the_auth_goes_as_configured_and_no_bearer_header(make_daemon, make_sio):
+    server = make_sio("--token", "from-auth")
+    d = sio_daemon(make_daemon, server, {"Backend": {"TokenFile": None},
+                                         "SocketIO": {"Auth": '{"token":"from-auth","k":[1]}'}}, token=False)
+    wait_ready(d, server)
+    [conn] = server.accepted()
+    assert conn["auth"] == {"token": "from-auth", "k": [1]} and conn["authorization"] is None, conn
+
+
+def test_a_token_replaces_a_token_given_in_auth(make_daemon, make_sio):
+    server = make_sio()
+    d = sio_daemon(make_daemon, server, {"SocketIO": {"Auth": '{"token":"stale","k":1}'}})
+    wait_ready(d, server)
+    [conn] = server.accepted()
+    assert conn["auth"] == {"token": d.token, "k": 1}, conn
+
+
+def test_a_refused_join_is_reported_and_the_other_rooms_work(make_daemon, make_sio):
+    server = make_sio()
+    server.post("config", {"reject_rooms": ["ops"]})
+    d = sio_daemon(make_daemon, server)
+    sid = wait_ready(d, server, rooms=("7",))
+    d.wait_log("no such room", timeout=5)
+    assert any("ops" in line and "no such room" in line for _, line in d.log_lines()), d.log_text()
+    assert sid not in server.members("ops")
+    server.post("emit", {"room": "7", "n": 2, "tag": "seven"})
+    acked = send_many(d, 4, prefix="both")
+    wait_delivered(server, acked)
+    wait_until(lambda: len(in_events(d.records(), "message")) == 2, 5, message="room 7's events stored")
+    assert d.status()["state"] == "open" and d.status()["connects"] == 1
 
 
 @pytest.mark.parametrize("how", ["connect-returns-false", "connect-raises", "unknown-namespace"])
@@ -499,7 +539,7 @@ def test_a_send_is_confirmed_by_the_servers_ack_only(make_daemon, make_sio):
     assert "error" not in replies[-1] and states[0] == "queued" and states[-1] == "confirmed", replies
     cid = replies[0]["parameters"]["id"]
     [e] = server.sends()
-    assert e["sid"] == sid
+    assert e["sid"] == sid and e["ack_id"] is not None
     assert e["args"] == [{"room_id": 7, "message": "hi there", "sender": "it-bot",
                           "count": replies[0]["parameters"]["count"], "client_id": cid}]
     status = wait_outbox_empty(d)
