@@ -55,11 +55,11 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
                                     ack_id (the client's ack id, null when it asked for none)}
     POST /control/config            {"token", "refuse", "reject_prefix", "hold_acks",
                                     "connect_delay", "reject_rooms": [room, ...]}: sets the
-                                    given ones (token null: accept
-                                    everyone). With hold_acks, send-message acks wait until
-                                    hold_acks is set false again (the events are recorded at
-                                    once); connect_delay (seconds) delays every answer to a
-                                    namespace connect
+                                    given ones (token null: accept everyone). With
+                                    hold_acks, send-message acks wait until hold_acks is set
+                                    false again (the events are recorded at once);
+                                    connect_delay (seconds) delays every answer to a
+                                    namespace connect. Replies the whole config
     POST /control/emit              {"room": "7", "namespace": "/", "event": "message",
                                     "n": 10000, "size": 120, "tag": "f", "big_at": -1,
                                     "wait": true}: emits n events {"room_id": R, "n": i,
@@ -70,8 +70,8 @@ time.monotonic() of this process (CLOCK_MONOTONIC, comparable with the tests' ow
                                     or the flood's entry once all are emitted. With "args":
                                     [...] instead, one event with exactly those arguments
     POST /control/binary            {"room", "namespace", "event": "file", "blobs": [b64, …]}:
-                                    emits (room_id, blob0 in {"room_id", "blob"}, blob1, …)
-                                    as one binary event (`45<n>-…` and n binary frames)
+                                    emits ({"room_id": R, "blob": blob0}, blob1, …) as one
+                                    binary event (`45<n>-…` and n binary frames)
     POST /control/call              {"sid", "namespace", "event", "args": [...]}: emits to one
                                     client asking for an ack; the ack lands in client_acks.
                                     Replies {"id": <our number for it>}
