@@ -15,6 +15,7 @@ final class DevServer {
     case socketio
   }
 
+  /// What main.swift read from the command line.
   struct Options {
     var host = "127.0.0.1"
     var port = 8765
