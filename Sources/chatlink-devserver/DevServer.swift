@@ -4,27 +4,49 @@ import EventLoop
 import Transport
 import WebSocket
 
-/// The demo backend: rooms, broadcast, bearer check, chatter and flood.
+/// The demo backend: rooms, broadcast, the token check, chatter and flood, for peers of
+/// either dialect.
 final class DevServer {
+  /// What the clients speak.
+  enum WireProtocol: String {
+    /// JSON envelopes `{"event":…,"data":{…}}` on any path.
+    case envelope
+    /// Socket.IO 5 over Engine.IO 4, WebSocket transport only, at `/socket.io/`.
+    case socketio
+  }
+
+  /// What main.swift read from the command line.
   struct Options {
     var host = "127.0.0.1"
     var port = 8765
+    var wire = WireProtocol.envelope
     var tokenFile: String?
     var chatter = 0.0
     var flood = 0
     var floodSize = 200
     var floodRoom = "1"
+    /// Engine.IO's heartbeat and size limit, in milliseconds and bytes (socketio only).
+    var pingInterval = 25_000
+    var pingTimeout = 20_000
+    var maxPayload = 1_000_000
+  }
+
+  /// A room as members join it: rooms belong to a Socket.IO namespace (envelope peers are
+  /// all in `/`), as on a real Socket.IO server.
+  struct RoomKey: Hashable {
+    var namespace: String
+    var room: String
   }
 
   let options: Options
   let loop: EventLoop
+  let log = Logger(label: "devserver", level: .info)
   private var listener: Listener?
   private var peers: [ObjectIdentifier: Peer] = [:]
-  private var rooms: [String: Set<ObjectIdentifier>] = [:]
+  private var rooms: [RoomKey: Set<ObjectIdentifier>] = [:]
   private var chatterTimer: Timer?
   private var chatterIndex = 0
   private let token: String?
-  private let log = Logger(label: "devserver", level: .info)
 
   var port: Int { listener?.port ?? 0 }
 
@@ -36,7 +58,11 @@ final class DevServer {
     }
     listener = try Listener(loop: loop, host: options.host, port: options.port) {
       [unowned self] stream in
-      let peer = Peer(server: self, stream: stream)
+      let peer: Peer =
+        switch self.options.wire {
+        case .envelope: EnvelopePeer(server: self, stream: stream)
+        case .socketio: SocketIOPeer(server: self, stream: stream)
+        }
       self.peers[ObjectIdentifier(peer)] = peer
     }
     if options.chatter > 0 {
@@ -45,17 +71,38 @@ final class DevServer {
     }
   }
 
+  /// Whether a token is required at all.
+  var requiresToken: Bool { token != nil }
+
   /// Checks the Authorization header when a token is configured.
   func authorized(_ request: HTTPRequestHead) -> Bool {
     guard let token else { return true }
     return request.headers[first: "Authorization"] == "Bearer \(token)"
   }
 
+  /// Checks a token given another way (Socket.IO's `auth.token`).
+  func authorized(token given: String?) -> Bool {
+    guard let token else { return true }
+    return given == token
+  }
+
   func opened(_ peer: Peer) {
     log.info("client connected", ["peer": peer.name])
-    if options.flood > 0 {
-      peer.startFlood(count: options.flood, size: options.floodSize, room: options.floodRoom)
-    }
+  }
+
+  /// Starts the flood on `peer` when --flood asks for one; `frame` builds message N (from 1).
+  func floodIfAsked(_ peer: Peer, frame: @escaping (UInt64) -> [UInt8]) {
+    guard options.flood > 0 else { return }
+    peer.startFlood(count: options.flood, frame: frame)
+  }
+
+  /// The flood's message before a dialect frames it: --flood-size bytes in all, about, once
+  /// the dialect's `overhead` is added.
+  func floodMessage(overhead: Int) -> ChatMessage {
+    ChatMessage(
+      room: options.floodRoom,
+      text: String(repeating: "x", count: max(0, options.floodSize - overhead)),
+      sender: "flood", clientID: nil)
   }
 
   func closed(_ peer: Peer, _ reason: String) {
@@ -65,20 +112,26 @@ final class DevServer {
     log.info("client disconnected", ["peer": peer.name, "reason": reason])
   }
 
-  func join(_ peer: Peer, room: String) {
-    rooms[room, default: []].insert(ObjectIdentifier(peer))
-    log.info("joined", ["peer": peer.name, "room": room])
+  func join(_ peer: Peer, _ key: RoomKey) {
+    rooms[key, default: []].insert(ObjectIdentifier(peer))
+    log.info("joined", ["peer": peer.name, "room": key.room, "namespace": key.namespace])
   }
 
-  func leave(_ peer: Peer, room: String) {
-    rooms[room]?.remove(ObjectIdentifier(peer))
+  func leave(_ peer: Peer, _ key: RoomKey) {
+    rooms[key]?.remove(ObjectIdentifier(peer))
   }
 
-  /// Delivers a message to every member of the room and to the sender.
-  func broadcast(room: String, message: [UInt8], sender: Peer?) {
-    var targets = rooms[room] ?? []
+  /// Takes `peer` out of every room of `namespace` (it left the namespace).
+  func leaveAll(_ peer: Peer, namespace: String) {
+    let id = ObjectIdentifier(peer)
+    for key in rooms.keys where key.namespace == namespace { rooms[key]?.remove(id) }
+  }
+
+  /// Delivers a message to every member of its room in `namespace` and to the sender.
+  func broadcast(_ message: ChatMessage, namespace: String = "/", sender: Peer?) {
+    var targets = rooms[RoomKey(namespace: namespace, room: message.room)] ?? []
     if let sender { targets.insert(ObjectIdentifier(sender)) }
-    for id in targets { peers[id]?.send(message) }
+    for id in targets { peers[id]?.deliver(message, namespace: namespace) }
   }
 
   private static let lines = [
@@ -89,34 +142,13 @@ final class DevServer {
   private func chatter() {
     chatterTimer?.schedule(after: Microseconds(options.chatter * 1_000_000))
     chatterIndex += 1
-    for (room, members) in rooms where !members.isEmpty {
+    for (key, members) in rooms where !members.isEmpty {
       let text = Self.lines[chatterIndex % Self.lines.count].replacingOccurrences(
         "%d", "\(chatterIndex)")
       broadcast(
-        room: room,
-        message: Envelope.message(room: room, text: text, sender: "demo-bot", clientID: nil),
-        sender: nil)
+        ChatMessage(room: key.room, text: text, sender: "demo-bot", clientID: nil),
+        namespace: key.namespace, sender: nil)
     }
-  }
-}
-
-/// Builds the backend's outgoing envelopes.
-enum Envelope {
-  static func message(room: String, text: String, sender: String, clientID: String?) -> [UInt8] {
-    var out = Array(#"{"event":"message","data":{"room_id":"#.utf8)
-    out += RoomID(room)?.json ?? Array("null".utf8)
-    out += Array(#","message":"#.utf8)
-    JSONString.append(text, to: &out)
-    out += Array(#","sender":"#.utf8)
-    JSONString.append(sender, to: &out)
-    if let clientID {
-      out += Array(#","client_id":"#.utf8)
-      JSONString.append(clientID, to: &out)
-    }
-    out += Array(#","time":""#.utf8)
-    Timestamp.now().append(to: &out)
-    out += Array("\"}}".utf8)
-    return out
   }
 }
 

@@ -3,18 +3,19 @@ import EventLoop
 import Transport
 import WebSocket
 
-/// One client connection of the demo server.
-final class Peer: ByteStreamDelegate {
+/// One client connection of the demo server: the HTTP upgrade, WebSocket frames, the flood
+/// and the close. What the messages mean is a dialect's: `EnvelopePeer` and `SocketIOPeer`
+/// override the hooks at the end.
+class Peer: ByteStreamDelegate {
   unowned let server: DevServer
   let stream: SocketStream
   let name: String
   private var handshake = ServerHandshake()
   private var session: FrameSession?
-  private var flood: (remaining: Int, message: [UInt8], counter: Int)?
+  private var flood: (remaining: Int, counter: UInt64, frame: (UInt64) -> [UInt8])?
   private var floodTimer: Timer?
-
-  private static let keys = [Array("event".utf8), Array("data".utf8)]
-  private static let dataKeys = ["room_id", "message", "sender", "client_id"].map { Array($0.utf8) }
+  /// Set once a close is under way: what still arrives is not acted on.
+  private(set) var closing = false
 
   init(server: DevServer, stream: SocketStream) {
     self.server = server
@@ -24,12 +25,13 @@ final class Peer: ByteStreamDelegate {
   }
 
   func send(_ text: [UInt8]) {
-    guard let session, session.state == .open else { return }
+    guard let session, session.state == .open, !closing else { return }
     try? session.send(.text(text))
     stream.write(session.takeOutbound())
   }
 
   func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+    guard !closing else { return }
     if let session {
       session.receive(bytes)
       drain(session)
@@ -37,21 +39,19 @@ final class Peer: ByteStreamDelegate {
     }
     do {
       guard let (request, remainder) = try handshake.append(bytes) else { return }
-      guard server.authorized(request) else {
-        stream.write(
-          ServerHandshake.refusal(
-            status: 401, reason: "Unauthorized",
-            headers: ["WWW-Authenticate": "Bearer realm=\"chatlink-devserver\""]))
-        close("refused: bad or missing token")
+      if let refusal = admit(request) {
+        stream.write(refusal.response)
+        close("refused: \(refusal.reason)")
         return
       }
       let accepted = try ServerHandshake.accept(request, deflate: true)
       let session = try FrameSession(
-        role: .server, limits: ClientConnection.Limits(), encoder: FrameEncoder(),
+        role: .server, limits: limits, encoder: FrameEncoder(),
         compression: accepted.compression)
       self.session = session
       stream.write(accepted.response)
       server.opened(self)
+      opened()
       remainder.withUnsafeBytes { session.receive($0) }
       drain(session)
     } catch let refusal as ServerHandshake.Refusal {
@@ -63,9 +63,9 @@ final class Peer: ByteStreamDelegate {
   }
 
   private func drain(_ session: FrameSession) {
-    while let event = session.nextEvent() {
+    while !closing, let event = session.nextEvent() {
       switch event {
-      case .message(let message): handle(message)
+      case .message(let message): received(message)
       case .ping, .pong: break
       case .closed(let info):
         stream.write(session.takeOutbound())
@@ -76,67 +76,25 @@ final class Peer: ByteStreamDelegate {
     if session.hasOutbound { stream.write(session.takeOutbound()) }
   }
 
-  private func handle(_ message: Message) {
-    guard case .text(let bytes) = message else { return }
-    bytes.withUnsafeBytes { raw in
-      guard
-        let scan = JSONScanner.scan(
-          raw, topLevelKeys: Self.keys, nestedIn: 1, nestedKeys: Self.dataKeys),
-        let event = string(raw, scan.topLevel[0]), let roomRange = scan.nested[0]
-      else {
-        send(
-          Array(
-            #"{"event":"error","data":{"message":"expected an envelope with data.room_id"}}"#.utf8))
-        return
-      }
-      let roomRaw = UnsafeRawBufferPointer(rebasing: raw[roomRange])
-      guard let room = RoomID(json: roomRaw)?.name else { return }
-      switch event {
-      case "join-room": server.join(self, room: room)
-      case "leave-room": server.leave(self, room: room)
-      case "send-message":
-        let text = string(raw, scan.nested[1]) ?? ""
-        let sender = string(raw, scan.nested[2]) ?? "anonymous"
-        server.broadcast(
-          room: room,
-          message: Envelope.message(
-            room: room, text: text, sender: sender, clientID: string(raw, scan.nested[3])),
-          sender: self)
-      default:
-        send(Array(#"{"event":"error","data":{"message":"unknown event"}}"#.utf8))
-      }
-    }
-  }
-
-  private func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
-    guard let range, range.count >= 2, raw[range.lowerBound] == UInt8(ascii: "\"") else {
-      return nil
-    }
-    return String(
-      decoding: JSONString.unescape(
-        UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])),
-      as: UTF8.self)
-  }
-
   // MARK: Flood
 
-  func startFlood(count: Int, size: Int, room: String) {
-    let filler = String(repeating: "x", count: max(0, size - 120))
-    flood = (count, Envelope.message(room: room, text: filler, sender: "flood", clientID: nil), 0)
+  /// Sends `count` messages as fast as the socket takes them; `frame` builds message N.
+  func startFlood(count: Int, frame: @escaping (UInt64) -> [UInt8]) {
+    flood = (count, 0, frame)
     floodTimer = try? server.loop.makeTimer(accuracy: 1000) { [unowned self] in self.pumpFlood() }
     pumpFlood()
   }
 
   /// Writes flood frames while the socket keeps up, then waits a moment for it to drain.
   private func pumpFlood() {
-    guard var state = flood, let session, session.state == .open else { return }
+    guard var state = flood, let session, session.state == .open, !closing else { return }
     var encoder = FrameEncoder()
     var batch: [UInt8] = []
     batch.reserveCapacity(1 << 20)
     while state.remaining > 0 && stream.pendingWriteCount < 4 << 20 && batch.count < 1 << 20 {
-      encoder.encode(opcode: .text, payload: state.message, into: &batch)
       state.remaining -= 1
       state.counter += 1
+      encoder.encode(opcode: .text, payload: state.frame(state.counter), into: &batch)
     }
     stream.write(batch)
     flood = state.remaining > 0 ? state : nil
@@ -151,8 +109,22 @@ final class Peer: ByteStreamDelegate {
     close(error.map { "\($0)" } ?? "connection closed")
   }
 
-  private func close(_ reason: String) {
+  /// Ends the connection with a close frame saying why: the client learns what it did wrong
+  /// (a WebSocket close, not a reset). The client's answer is not waited for.
+  func close(_ reason: String, code: CloseCode) {
+    if let session, session.state == .open, !closing {
+      try? session.close(code: code, reason: reason)
+      stream.write(session.takeOutbound())
+    }
+    close(reason)
+  }
+
+  /// Ends the connection (once): the socket is closed and the server forgets the peer.
+  func close(_ reason: String) {
+    guard !closing else { return }
+    closing = true
     floodTimer?.cancel()
+    closed()
     let server = self.server
     // Closing from the loop keeps the stream alive until its callback returns.
     server.loop.post { [self] in
@@ -160,4 +132,24 @@ final class Peer: ByteStreamDelegate {
       server.closed(self, reason)
     }
   }
+
+  // MARK: The dialect's hooks
+
+  /// The WebSocket limits for this dialect.
+  var limits: ClientConnection.Limits { ClientConnection.Limits() }
+
+  /// Checks the upgrade request: a refusal to answer instead of the 101, or nil to go on.
+  func admit(_ request: HTTPRequestHead) -> HTTPRefusal? { nil }
+
+  /// The WebSocket is open.
+  func opened() {}
+
+  /// One message from the client.
+  func received(_ message: Message) {}
+
+  /// A message for a room the peer is in (in `namespace`), or its own message echoed.
+  func deliver(_ message: ChatMessage, namespace: String) {}
+
+  /// The connection is ending: timers stop.
+  func closed() {}
 }
