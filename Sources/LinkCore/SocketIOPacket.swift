@@ -73,7 +73,10 @@ public struct SocketIOPacket: Sendable, Hashable {
     public var description: String {
       switch self {
       case .empty: "an empty Socket.IO packet"
-      case .unknownType(let byte): "an unknown Socket.IO packet type \(byte)"
+      case .unknownType(let byte):
+        (0x21...0x7E).contains(byte)
+          ? "an unknown Socket.IO packet type '\(Character(UnicodeScalar(byte)))'"
+          : "an unknown Socket.IO packet type (byte \(byte))"
       case .badAttachmentCount: "a bad binary attachment count"
       case .unterminatedNamespace: "a namespace without its ','"
       case .ackIDTooLarge: "an ack id over 64 bits"

@@ -7,6 +7,8 @@ struct PartialBinaryPacket: Sendable {
   var header: [UInt8]
   var kind: SocketIOPacket.Kind
   var ackID: UInt64?
+  /// Its namespace as a prefix, for the ack it may ask for.
+  var prefix: [UInt8]
   /// The packet's JSON data, with `{"_placeholder":true,"num":N}` for each attachment.
   var data: [UInt8]
   var needed: Int
@@ -97,7 +99,9 @@ extension SocketIOProtocol {
       }
     }
     var reading = ProtocolReading(record: inbound)
-    if let id = packet.ackID { reading.acknowledgement = acknowledgement(id) }
+    if let id = packet.ackID {
+      reading.acknowledgement = Self.acknowledgement(id, prefix: packet.prefix)
+    }
     return reading
   }
 

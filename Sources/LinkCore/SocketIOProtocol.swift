@@ -227,13 +227,13 @@ public struct SocketIOProtocol: BackendProtocol {
         record: nil,
         session: .refused("the Socket.IO server disconnected namespace \(settings.namespace)"))
     case .event:
-      return event(data, ackID: packet.ackID, message, raw)
+      return event(data, ackID: packet.ackID, prefix: Self.prefix(packet, raw), message, raw)
     case .ack:
       return acknowledged(packet.ackID, data)
     case .binaryEvent, .binaryAck:
       partial = PartialBinaryPacket(
-        header: message.bytes, kind: packet.kind, ackID: packet.ackID, data: Array(data),
-        needed: packet.attachments)
+        header: message.bytes, kind: packet.kind, ackID: packet.ackID,
+        prefix: Self.prefix(packet, raw), data: Array(data), needed: packet.attachments)
       return partial?.isComplete == true ? finishBinary() : ProtocolReading(record: nil)
     }
   }
@@ -257,21 +257,28 @@ public struct SocketIOProtocol: BackendProtocol {
 
   /// An event: the record, and the ack the server asked for once it is durable.
   private func event(
-    _ data: UnsafeRawBufferPointer, ackID: UInt64?, _ message: Message,
+    _ data: UnsafeRawBufferPointer, ackID: UInt64?, prefix: [UInt8], _ message: Message,
     _ raw: UnsafeRawBufferPointer
   ) -> ProtocolReading {
     guard let record = eventRecord(data) else {
       return Self.unreadable(message, raw, "an event whose data is not [\"name\", …]")
     }
     var reading = ProtocolReading(record: record)
-    if let ackID { reading.acknowledgement = acknowledgement(ackID) }
+    if let ackID { reading.acknowledgement = Self.acknowledgement(ackID, prefix: prefix) }
     return reading
   }
 
-  /// `43` + the namespace + the id + `[]`: the answer to an event that asked for one.
-  func acknowledgement(_ id: UInt64) -> Message {
+  /// The packet's namespace as a prefix (`/chat,`), empty for the main namespace.
+  static func prefix(_ packet: SocketIOPacket, _ raw: UnsafeRawBufferPointer) -> [UInt8] {
+    guard let range = packet.namespace, !raw[range].elementsEqual("/".utf8) else { return [] }
+    return Array(raw[range]) + [UInt8(ascii: ",")]
+  }
+
+  /// `43` + the namespace the event came in + the id + `[]`: the answer to an event that
+  /// asked for one.
+  static func acknowledgement(_ id: UInt64, prefix: [UInt8]) -> Message {
     var out: [UInt8] = Array("43".utf8)
-    out += namespacePrefix
+    out += prefix
     out.appendDecimal(id)
     out.append("[]" as StaticString)
     return .text(out)
@@ -313,7 +320,8 @@ public struct SocketIOProtocol: BackendProtocol {
     if value.elementsEqual("null".utf8) || value.elementsEqual("false".utf8) { return nil }
     if value.first == UInt8(ascii: "\""), value.count >= 2 {
       let content = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - 1)])
-      return String(decoding: JSONString.unescape(content), as: UTF8.self)
+      let text = String(decoding: JSONString.unescape(content), as: UTF8.self)
+      return text.isEmpty ? "refused without a reason" : text
     }
     return String(decoding: value.prefix(500), as: UTF8.self)
   }

@@ -126,6 +126,10 @@ final class SocketIOProtocolTests: XCTestCase {
     var chat = connected(namespace: "/chat")
     let reading = chat.read(text(#"42/chat,5["ask"]"#))
     XCTAssertEqual(reading.acknowledgement?.text, "43/chat,5[]")
+    XCTAssertEqual(
+      chat.read(text(#"42/other,6["x"]"#)).acknowledgement?.text, "43/other,6[]",
+      "answered in the namespace it came in")
+    XCTAssertEqual(main.read(text(#"42/,7["x"]"#)).acknowledgement?.text, "437[]")
     XCTAssertEqual(recordText(reading), #"{"event":"ask","args":[]}"#)
   }
 
@@ -164,6 +168,10 @@ final class SocketIOProtocolTests: XCTestCase {
     XCTAssertEqual(
       adapter.read(text(#"433[{"error":"not allowed"}]"#)).failed,
       [DeliveryFailure(count: 10, reason: "not allowed")])
+    _ = adapter.encode(entry(12))
+    XCTAssertEqual(
+      adapter.read(text(#"436[{"error":""}]"#)).failed,
+      [DeliveryFailure(count: 12, reason: "refused without a reason")])
     XCTAssertEqual(
       adapter.read(text(#"434[{"error":{"code":4}}]"#)).failed,
       [DeliveryFailure(count: 11, reason: #"{"code":4}"#)])

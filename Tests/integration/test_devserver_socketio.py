@@ -26,8 +26,7 @@ import pytest
 
 from conftest import BIN, Daemon, raw_call, wait_until
 
-socketio = pytest.importorskip("socketio", reason="python-socketio is not installed (Tests/requirements.txt)")
-pytest.importorskip("aiohttp", reason="aiohttp is not installed (python-socketio's asyncio WebSocket client)")
+import socketio  # noqa: E402  (python-socketio, from Tests/requirements.txt)
 from websockets.asyncio.client import connect as ws_connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
