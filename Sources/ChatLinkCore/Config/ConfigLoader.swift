@@ -72,7 +72,7 @@ public enum ConfigLoader {
     }
     if c.chatProtocol == .raw && !c.rooms.isEmpty {
       throw fail(
-        "[Backend] Rooms", "needs Protocol=envelope or socketio: raw mode has no rooms to join")
+        "[Backend] Rooms", "needs Protocol=envelope, socketio or mqtt: raw mode has no rooms to join")
     }
   }
 
@@ -241,6 +241,52 @@ public enum ConfigLoader {
           throw ValueError(message: "is not a JSON object such as {\"room\":\"x\"}")
         }
         c.socketIOAuth = value
+      },
+    ],
+    "MQTT": [
+      "Version": { (c, v) throws(ValueError) in
+        switch v {
+        case "5", "5.0": c.mqttVersion = .v5
+        case "3.1.1", "311", "4": c.mqttVersion = .v311
+        default: throw ValueError(message: "'\(v)' is not 5 or 3.1.1")
+        }
+      },
+      "ClientID": { (c, v) throws(ValueError) in
+        guard v.utf8.count <= 65535, !v.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+          throw ValueError(message: "is not a client id (printable, at most 65535 bytes)")
+        }
+        c.mqttClientID = v.isEmpty ? nil : v
+      },
+      "CleanStart": { (c, v) throws(ValueError) in
+        guard let value = ConfigValues.boolean(v) else {
+          throw ValueError(message: "'\(v)' is not yes or no")
+        }
+        c.mqttCleanStart = value
+      },
+      "SessionExpirySec": { (c, v) throws(ValueError) in
+        guard let value = UInt32(v) else {
+          throw ValueError(message: "'\(v)' is not a number of seconds (0 to 4294967295)")
+        }
+        c.mqttSessionExpiry = .seconds(value)
+      },
+      "KeepAliveSec": { (c, v) throws(ValueError) in
+        guard let value = Int(v), (1...65535).contains(value) else {
+          throw ValueError(message: "'\(v)' is not a number of seconds from 1 to 65535")
+        }
+        c.mqttKeepAlive = .seconds(value)
+      },
+      "Username": { (c, v) throws(ValueError) in c.mqttUsername = v.isEmpty ? nil : v },
+      "QoS": { (c, v) throws(ValueError) in
+        guard let value = UInt8(v), value <= 1 else {
+          throw ValueError(message: "'\(v)' is not 0 or 1")
+        }
+        c.mqttQoS = value
+      },
+      "TopicPrefix": { (c, v) throws(ValueError) in
+        guard !v.contains(where: { $0 == "+" || $0 == "#" }) else {
+          throw ValueError(message: "'\(v)' has wildcards; a topic prefix cannot")
+        }
+        c.mqttTopicPrefix = v
       },
     ],
     "Store": [

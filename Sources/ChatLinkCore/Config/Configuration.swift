@@ -11,6 +11,8 @@ public struct Configuration: Sendable, Hashable {
     case raw
     /// Socket.IO 5 over Engine.IO 4.
     case socketio
+    /// MQTT 5 or 3.1.1: a broker, rooms as topic filters.
+    case mqtt
   }
 
   /// When appended store lines are made durable.
@@ -68,6 +70,24 @@ public struct Configuration: Sendable, Hashable {
   /// The auth object sent with the namespace connect (the token is added as "token").
   public var socketIOAuth = JSONValue.object([])
 
+  // [MQTT]
+  /// The protocol level.
+  public var mqttVersion = MQTTVersion.v5
+  /// The client id; nil: "chatlink-" and the first 12 hex digits of the machine id.
+  public var mqttClientID: String?
+  /// Start a new session on every connect.
+  public var mqttCleanStart = false
+  /// How long the broker keeps the session while we are away (MQTT 5).
+  public var mqttSessionExpiry: Duration = .seconds(7 * 86400)
+  /// The keepalive promised to the broker (PINGREQ this often).
+  public var mqttKeepAlive: Duration = .seconds(30)
+  /// The user name; the token is the password.
+  public var mqttUsername: String?
+  /// The QoS of subscriptions and publishes.
+  public var mqttQoS: UInt8 = 1
+  /// Put before a room's name to make the topic a send goes to.
+  public var mqttTopicPrefix = ""
+
   // [Store]
   /// Where messages.jsonl and the outbox live.
   public var storeDirectory = "/var/lib/chatlink"
@@ -116,6 +136,8 @@ public struct Configuration: Sendable, Hashable {
       proxy ?? "", chatProtocol.rawValue, rooms.joined(separator: " "), sender, "\(pingInterval)",
       "\(pongTimeout)", "\(connectTimeout)", "\(reconnectMin)", "\(reconnectMax)", "\(compression)",
       "\(maxMessageSize)", "\(envelope)", socketIONamespace, socketIOAuth.description,
+      "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
+      "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
       socketGroup, logLevel,

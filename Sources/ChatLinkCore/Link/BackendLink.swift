@@ -129,7 +129,7 @@ public final class BackendLink: WebSocketClientDelegate {
     let needsReconnect = settings.needsReconnect(for: new)
     // A dialect with per-connection state (Socket.IO's ack ids) is replaced only together with
     // its connection; a stateless one takes new names at once.
-    let keepsDialect = new.socketIO != nil && !needsReconnect
+    let keepsDialect = (new.socketIO != nil || new.mqtt != nil) && !needsReconnect
     settings = new
     self.tlsContext = tlsContext
     ownFramesAreJSON = backend.framesAreSingleLineJSON

@@ -23,6 +23,8 @@ public struct BackendSettings: Sendable {
   public var link: LinkSettings
   /// The Socket.IO dialect's settings, the token in its auth object (Protocol=socketio only).
   public var socketIO: SocketIOProtocol.Settings?
+  /// The MQTT dialect's settings, the token as its password (Protocol=mqtt only).
+  public var mqtt: MQTTProtocol.Settings?
 
   /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
   /// (never logged).
@@ -45,6 +47,11 @@ public struct BackendSettings: Sendable {
     link = LinkSettings(
       url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
       reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
+    if c.chatProtocol == .mqtt {
+      mqtt = Self.mqtt(c, token: token)
+      // PINGREQ is the keepalive: sent every KeepAliveSec=, as promised to the broker.
+      link.pingInterval = c.mqttKeepAlive
+    }
     if c.chatProtocol == .socketio {
       var dialect = SocketIOProtocol.Settings()
       dialect.namespace = c.socketIONamespace
@@ -55,9 +62,33 @@ public struct BackendSettings: Sendable {
     }
   }
 
+  private static func mqtt(_ c: Configuration, token: String?) -> MQTTProtocol.Settings {
+    var dialect = MQTTProtocol.Settings()
+    dialect.version = c.mqttVersion
+    dialect.clientID = c.mqttClientID ?? defaultMQTTClientID()
+    dialect.cleanStart = c.mqttCleanStart
+    dialect.sessionExpiry = UInt32(clamping: c.mqttSessionExpiry.components.seconds)
+    dialect.keepAlive = UInt16(clamping: c.mqttKeepAlive.components.seconds)
+    dialect.username = c.mqttUsername
+    dialect.password = token.map { Array($0.utf8) }
+    dialect.qos = c.mqttQoS
+    dialect.topicPrefix = c.mqttTopicPrefix
+    dialect.maximumPacketSize = c.maxMessageSize
+    return dialect
+  }
+
+  /// "chatlink-" and the first 12 hex digits of /etc/machine-id: stable across restarts, so
+  /// the broker finds the session, and different on every host of a fleet.
+  static func defaultMQTTClientID() -> String {
+    let id = (try? FileSystem.readText("/etc/machine-id", limit: 128)) ?? ""
+    let hex = id.filter(\.isHexDigit).prefix(12)
+    return "chatlink-" + (hex.isEmpty ? "host" : String(hex))
+  }
+
   /// The dialect for these settings.
   func makeBackend(_ c: Configuration) -> any BackendProtocol {
     if let socketIO { return SocketIOProtocol(socketIO) }
+    if let mqtt { return MQTTProtocol(mqtt) }
     return c.chatProtocol == .raw
       ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
@@ -66,7 +97,7 @@ public struct BackendSettings: Sendable {
   func needsReconnect(for new: BackendSettings) -> Bool {
     new.url != url || new.headers != headers || new.proxy != proxy
       || new.subprotocols != subprotocols || new.compression != compression
-      || new.maxMessageSize != maxMessageSize || new.socketIO != socketIO
+      || new.maxMessageSize != maxMessageSize || new.socketIO != socketIO || new.mqtt != mqtt
   }
 
   /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.

@@ -110,8 +110,9 @@ extension MQTTProtocol {
   /// The record of an inbound message: the topic as the room, the payload as it came, and
   /// the MQTT details as `meta`.
   static func record(_ message: MQTTPublish) -> InboundMessage {
-    var room: [UInt8] = []
-    JSONString.append(message.topic, to: &room)
+    // As a send's room is written (`RoomID`), so a topic "7" is the same room both ways.
+    var room = RoomID(message.topic)?.json ?? []
+    if room.isEmpty { JSONString.append(message.topic, to: &room) }
     var record: InboundMessage
     if UTF8Validator.isValid(message.payload) {
       let scan = message.payload.withUnsafeBytes {
