@@ -872,6 +872,68 @@ def socketio_seeds_all() -> None:
              sio_frame('42{"not":"array"}'), sio_frame("5300-[]"), sio_frame(b"\x09", binary=True))
 
 
+# ---------------------------------------------------------------------------- mqtt
+
+mqtt_seeds: dict[str, bytes] = {}
+
+
+def mqtt_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def mqtt_packet(header: int, body: bytes) -> bytes:
+    return bytes([header]) + mqtt_varint(len(body)) + body
+
+
+def mqtt_str(text: str | bytes) -> bytes:
+    data = text.encode() if isinstance(text, str) else text
+    return len(data).to_bytes(2, "big") + data
+
+
+def mqtt_publish(topic: str, payload: bytes, qos: int = 0, pid: int = 1, props: bytes = b"",
+                 v5: bool = True, flags: int = 0) -> bytes:
+    body = mqtt_str(topic) + (pid.to_bytes(2, "big") if qos else b"")
+    if v5:
+        body += mqtt_varint(len(props)) + props
+    return mqtt_packet(0x30 | qos << 1 | flags, body + payload)
+
+
+def mqtt_seed(name: str, flags: int, *frames: bytes, text: bool = False) -> None:
+    assert name not in mqtt_seeds, name
+    mqtt_seeds[name] = bytes([flags]) + b"".join(
+        bytes([1 if text else 0]) + len(f).to_bytes(2, "big") + f for f in frames)
+
+
+def mqtt_seeds_all() -> None:
+    props = (b"\x03" + mqtt_str("application/json") + b"\x26" + mqtt_str("k") + mqtt_str("v")
+             + b"\x08" + mqtt_str("reply/1") + b"\x09" + mqtt_str(b"\x01\x02") + b"\x0b\x2a")
+    mqtt_seed("publish-v5", 0x00, mqtt_publish("chat/7", b'{"a":1}', qos=1, pid=5, props=props),
+              mqtt_publish("chat/ops", b"plain", qos=0) + mqtt_publish("bin", b"\xff\x00", qos=2, pid=6))
+    mqtt_seed("publish-v311", 0x01, mqtt_publish("a/b", b"hi", qos=1, pid=3, v5=False),
+              mqtt_publish("r", b"retained", v5=False, flags=1))
+    mqtt_seed("acks-v5", 0x06, mqtt_packet(0x40, b"\x00\x02"),
+              mqtt_packet(0x40, b"\x00\x03\x97\x05\x1f" + mqtt_str("quota")[:0] + b"\x00\x02hi"),
+              mqtt_packet(0x90, b"\xea\x61\x00\x01"), mqtt_packet(0x62, b"\x00\x06"),
+              mqtt_packet(0xd0, b""))
+    mqtt_seed("acks-v311", 0x05, mqtt_packet(0x40, b"\x00\x02"), mqtt_packet(0x90, b"\xea\x61\x80"),
+              mqtt_packet(0xb0, b"\xea\x62"))
+    mqtt_seed("disconnect-v5", 0x00, mqtt_packet(0xe0, b"\x87\x00"), mqtt_packet(0xe0, b"\x8b"))
+    mqtt_seed("connect-and-subscribe", 0x00,
+              mqtt_packet(0x10, mqtt_str("MQTT") + b"\x05\xc2\x00\x1e\x05\x11\x00\x00\x00\x3c"
+                          + mqtt_str("c1") + mqtt_str("u") + mqtt_str("pw")),
+              mqtt_packet(0x82, b"\xea\x61\x00" + mqtt_str("chat/#") + b"\x01"))
+    mqtt_seed("malformed", 0x00, b"\x36\x01\x00", b"\x30\xff\xff\xff\xff\x01")
+    mqtt_seed("text-frame", 0x00, b"hello", text=True)
+    mqtt_seed("split-packet", 0x00, mqtt_publish("t", b"x" * 300, qos=1, pid=9)[:7],
+              mqtt_publish("t", b"x" * 300, qos=1, pid=9)[7:])
+
+
 def main() -> int:
     raw_seeds()
     conn_seeds()
@@ -890,6 +952,8 @@ def main() -> int:
                config_dict())
     socketio_seeds_all()
     write_corpus(FUZZ / "corpus" / "socketio", socketio_seeds)
+    mqtt_seeds_all()
+    write_corpus(FUZZ / "corpus" / "mqtt", mqtt_seeds)
     return 0
 
 

@@ -115,6 +115,9 @@ final class MQTTCodecTests: XCTestCase {
       ([0x20, 0x04, 0x00, 0x00, 0x01, 0x7F], "unknown property"),
       ([0x20, 0x04, 0x00, 0x00, 0x05, 0x21], "longer than the packet"),
     ]
+    XCTAssertThrowsError(try decode([0xB0, 0x03, 0x00, 0x01, 0x00], version: .v311)) {
+      XCTAssertTrue("\($0)".contains("UNSUBACK with a payload"), "\($0)")
+    }
     for (bytes, reason) in cases {
       XCTAssertThrowsError(try decode(bytes), reason) { error in
         XCTAssertTrue("\(error)".contains(reason), "\(error) for \(reason)")

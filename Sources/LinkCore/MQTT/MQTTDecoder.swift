@@ -115,7 +115,11 @@ struct MQTTPacketReader {
       return .suback(packetID: id, reasonCodes: Array(body[index...]), properties: properties)
     case 11:
       let id = try uint16()
-      if version == .v5 { _ = try properties() }
+      guard version == .v5 else {
+        guard body.count == 2 else { throw MQTTDecodingError("an UNSUBACK with a payload") }
+        return .unsuback(packetID: id, reasonCodes: [])
+      }
+      _ = try properties()
       return .unsuback(packetID: id, reasonCodes: Array(body[index...]))
     case 1: return .connect(try connect())
     case 8:
