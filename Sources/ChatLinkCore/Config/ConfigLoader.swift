@@ -72,7 +72,8 @@ public enum ConfigLoader {
     }
     if c.chatProtocol == .raw && !c.rooms.isEmpty {
       throw fail(
-        "[Backend] Rooms", "needs Protocol=envelope, socketio or mqtt: raw mode has no rooms to join")
+        "[Backend] Rooms",
+        "needs Protocol=envelope, socketio or mqtt: raw mode has no rooms to join")
     }
   }
 
