@@ -122,14 +122,7 @@ struct MQTTPacketReader {
       _ = try properties()
       return .unsuback(packetID: id, reasonCodes: Array(body[index...]))
     case 1: return .connect(try connect())
-    case 8:
-      let id = try uint16()
-      let properties = try properties()
-      var filters: [MQTTSubscription] = []
-      while index < body.count {
-        filters.append(MQTTSubscription(filter: try string(), qos: try byte() & 3))
-      }
-      return .subscribe(packetID: id, filters: filters, properties: properties)
+    case 8: return try subscribe()
     case 10:
       let id = try uint16()
       let properties = try properties()
@@ -149,6 +142,17 @@ struct MQTTPacketReader {
     case let type:
       throw MQTTDecodingError("packet type \(type) does not exist")
     }
+  }
+
+  /// A SUBSCRIBE (what a broker reads).
+  private mutating func subscribe() throws(MQTTDecodingError) -> MQTTPacket {
+    let id = try uint16()
+    let properties = try properties()
+    var filters: [MQTTSubscription] = []
+    while index < body.count {
+      filters.append(MQTTSubscription(filter: try string(), qos: try byte() & 3))
+    }
+    return .subscribe(packetID: id, filters: filters, properties: properties)
   }
 
   /// A CONNECT (what a broker reads; tests and fuzzing read ours with it). Its own level
