@@ -32,6 +32,8 @@ public struct LinkCore {
   public var hasRooms: Bool { backend.hasRooms }
   /// The dialect's subprotocols to offer.
   public var offeredSubprotocols: [String] { backend.offeredSubprotocols }
+  /// Why the dialect cannot send `entry` at all, or nil.
+  public func refusal(of entry: OutboxEntry) -> String? { backend.refusal(of: entry) }
   /// The dialect's own session on the current connection.
   public var session: ProtocolSession? { connection == nil ? nil : backend.session }
 

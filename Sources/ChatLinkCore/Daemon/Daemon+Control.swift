@@ -57,6 +57,9 @@ extension Daemon: ControlTarget {
     room: RoomID?, text: String, id: String?,
     completion: @escaping (Result<SendReceipt, DaemonError>) -> Void
   ) {
+    if let reason = link.refusal(room: room) {
+      return completion(.failure(.invalidParameter(parameter: "room", reason: reason)))
+    }
     outbox.enqueue(room: room, text: text, id: id) { result in
       switch result {
       case .success(let entry):
@@ -72,6 +75,9 @@ extension Daemon: ControlTarget {
     room: RoomID?, texts: [String],
     completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void
   ) {
+    if let reason = link.refusal(room: room) {
+      return completion(.failure(.invalidParameter(parameter: "room", reason: reason)))
+    }
     outbox.enqueue(room: room, texts: texts) { result in
       switch result {
       case .success(let entries):

@@ -104,6 +104,12 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Connects for the first time.
   public func start() { feed(.start) }
 
+  /// Why the dialect could never send a message to `room` (an MQTT topic filter with
+  /// wildcards, say), so a send is refused before it is queued; nil when it could.
+  public func refusal(room: RoomID?) -> String? {
+    core.refusal(of: OutboxEntry(id: "-", room: room, text: "", count: 0, created: .now()))
+  }
+
   /// Joins a room now (if connected) and after every reconnect.
   public func join(_ room: RoomID) { feed(.join(room)) }
 
