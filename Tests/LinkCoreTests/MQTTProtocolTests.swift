@@ -72,7 +72,7 @@ final class MQTTProtocolTests: XCTestCase {
     var adapter = connected()
     guard case .subscribe(let id, let filters, _)? = packets(adapter.join(RoomID("chat/#")!)).first
     else { return XCTFail("no SUBSCRIBE") }
-    XCTAssertEqual(filters, [MQTTSubscription(filter: "chat/#", qos: 1)])
+    XCTAssertEqual(filters, [MQTTSubscription(filter: "chat/#", qos: 1, retainHandling: 1)])
     XCTAssertGreaterThan(id, 60000)
     let refused = adapter.read(
       .binary(broker.encode(.suback(packetID: id, reasonCodes: [0x87], properties: .init()))))

@@ -150,7 +150,12 @@ struct MQTTPacketReader {
     let properties = try properties()
     var filters: [MQTTSubscription] = []
     while index < body.count {
-      filters.append(MQTTSubscription(filter: try string(), qos: try byte() & 3))
+      let filter = try string()
+      let options = try byte()
+      filters.append(
+        MQTTSubscription(
+          filter: filter, qos: options & 3,
+          retainHandling: version == .v5 ? (options >> 4) & 3 : 0))
     }
     return .subscribe(packetID: id, filters: filters, properties: properties)
   }

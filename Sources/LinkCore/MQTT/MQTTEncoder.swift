@@ -48,7 +48,8 @@ public struct MQTTEncoder: Sendable {
       writeProperties(properties, to: &body)
       for subscription in filters {
         Self.writeString(subscription.filter, to: &body)
-        body.append(subscription.qos & 3)
+        let retain = version == .v5 ? (subscription.retainHandling & 3) << 4 : 0
+        body.append(subscription.qos & 3 | retain)
       }
     case .suback(let id, let codes, let properties):
       Self.writeUInt16(id, to: &body)

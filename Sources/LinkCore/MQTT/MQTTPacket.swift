@@ -132,11 +132,15 @@ public struct MQTTSubscription: Sendable, Hashable {
   public var filter: String
   /// The maximum QoS wanted.
   public var qos: UInt8
+  /// MQTT 5: when the broker sends the retained messages (0: on every subscribe, 1: only
+  /// when the subscription is new, 2: never).
+  public var retainHandling: UInt8
 
   /// Creates a subscription.
-  public init(filter: String, qos: UInt8) {
+  public init(filter: String, qos: UInt8, retainHandling: UInt8 = 0) {
     self.filter = filter
     self.qos = qos
+    self.retainHandling = retainHandling
   }
 }
 

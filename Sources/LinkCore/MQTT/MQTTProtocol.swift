@@ -111,7 +111,10 @@ public struct MQTTProtocol: BackendProtocol {
       return nil
     }
     let id = subscriptionID(for: room.name)
-    let subscription = MQTTSubscription(filter: room.name, qos: settings.qos)
+    // MQTT 5: the topic's retained message only for a new subscription, not again on every
+    // reconnect to a session that kept it.
+    let subscription = MQTTSubscription(
+      filter: room.name, qos: settings.qos, retainHandling: settings.version == .v5 ? 1 : 0)
     return frame(.subscribe(packetID: id, filters: [subscription], properties: MQTTProperties()))
   }
 
