@@ -188,6 +188,9 @@ public struct ProtocolReading: Sendable {
   public var peerHeartbeat: Duration?
   /// Something about the backend's frames worth a line in the log.
   public var problem: String?
+  /// The backend wants the dialect's heartbeat this often on this connection (MQTT 5's
+  /// server keep alive), instead of PingIntervalSec=.
+  public var heartbeatInterval: Duration?
 
   /// Creates a reading; by default a frame stored as `record` and nothing else.
   public init(

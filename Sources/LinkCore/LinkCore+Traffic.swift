@@ -32,6 +32,7 @@ extension LinkCore {
       armDeadline(now: now, &actions)
     }
     if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
+    if let interval = reading.heartbeatInterval { askedInterval = interval }
     switch reading.session {
     case .ready?: sessionReady(now: now, &actions)
     case .refused(let reason)?:
@@ -94,7 +95,7 @@ extension LinkCore {
       connect(&actions)
     case .keepalive:
       guard connection == .ready else { return }
-      actions.append(.arm(.keepalive, after: settings.pingInterval))
+      actions.append(.arm(.keepalive, after: probeInterval))
       probe(now: now, &actions)
     case .pongDeadline:
       deadlineExpired(now: now, &actions)

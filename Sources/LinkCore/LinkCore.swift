@@ -64,6 +64,11 @@ public struct LinkCore {
   var endingBecause: ConnectionOutcome?
   /// The outbox stopped at the dialect's in-flight limit; a confirmation asks for it again.
   var outboxHeld = false
+  /// The heartbeat interval the backend asked for on this connection (MQTT 5's server keep
+  /// alive), instead of PingIntervalSec=.
+  var askedInterval: Duration?
+  /// Time between keepalive probes on this connection.
+  var probeInterval: Duration { askedInterval ?? settings.pingInterval }
 
   /// Creates the core; `.start` connects. `random` drives the backoff's jitter.
   public init(
@@ -168,7 +173,7 @@ public struct LinkCore {
     }
     ledger.reset()
     actions.append(.requestOutbox)
-    actions.append(.arm(.keepalive, after: settings.pingInterval))
+    actions.append(.arm(.keepalive, after: probeInterval))
   }
 
   mutating func ended(
@@ -189,6 +194,7 @@ public struct LinkCore {
     connection = nil
     endingBecause = nil
     outboxHeld = false
+    askedInterval = nil
     for timer in [LinkTimer.keepalive, .pongDeadline, .sendRetry] {
       actions.append(.disarm(timer))
     }
@@ -265,7 +271,7 @@ public struct LinkCore {
     keepalive.interval = new.pingInterval
     keepalive.timeout = new.pongTimeout
     // Restart the keepalive with the new interval.
-    if connection == .ready { actions.append(.arm(.keepalive, after: new.pingInterval)) }
+    if connection == .ready { actions.append(.arm(.keepalive, after: probeInterval)) }
   }
 
   /// Closes with 1001; `.stopped` follows once the connection is down.

@@ -166,6 +166,28 @@ final class MQTTProtocolTests: XCTestCase {
     XCTAssertNotNil(adapter.refusal(of: entry(1, room: nil)))
   }
 
+  func testTheBrokersKeepAliveReplacesOursForTheConnection() {
+    var link = Harness(rooms: [], backend: adapter())
+    link.open()
+    var properties = MQTTProperties()
+    properties.serverKeepAlive = 7
+    let lines = link.on(
+      .message(
+        .binary(
+          broker.encode(.connack(sessionPresent: false, reasonCode: 0, properties: properties)))))
+    XCTAssertTrue(lines.contains("arm keepalive 7"), "\(lines)")
+    XCTAssertEqual(
+      link.on(.timerFired(.keepalive)).first, "arm keepalive 7", "and every interval after")
+    link.on(.ended(closed(.goingAway)))
+    link.on(.timerFired(.retry))
+    link.on(.upgraded(handshake()))
+    let plain = link.on(
+      .message(
+        .binary(broker.encode(.connack(sessionPresent: false, reasonCode: 0, properties: .init()))))
+    )
+    XCTAssertTrue(plain.contains("arm keepalive 10"), "a new connection starts from ours: \(plain)")
+  }
+
   func testTheKeepaliveIsAPingreqAnsweredByAPingresp() {
     var adapter = connected()
     XCTAssertEqual(packets(adapter.heartbeat()), [.pingreq])

@@ -33,6 +33,10 @@ extension MQTTProtocol {
       if !present { sessionFilters = [] }
       receiveMaximum = properties.receiveMaximum.map(Int.init)
       brokerMaximumPacketSize = properties.maximumPacketSize.map(Int.init)
+      if let seconds = properties.serverKeepAlive, seconds > 0 {
+        // The broker's keepalive replaces ours (MQTT 5 §3.2.2.3.14): PINGREQ within it.
+        reading.heartbeatInterval = .seconds(Int(seconds))
+      }
       reading.session = .ready
     case .publish(let message):
       received(message, into: &reading)
