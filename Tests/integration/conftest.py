@@ -378,6 +378,43 @@ class Daemon:
         return records
 
 
+class Sender(threading.Thread):
+    """Sends messages over one control connection until stopped or the daemon dies; keeps
+    the acknowledged ones."""
+
+    def __init__(self, socket_path: str, prefix: str, suffix: str = ""):
+        super().__init__(daemon=True)
+        self.socket_path, self.prefix, self.suffix = socket_path, prefix, suffix
+        self.acked: list[dict] = []
+        self.stop = threading.Event()
+
+    def run(self):
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(5)
+            s.connect(self.socket_path)
+            buf = b""
+            i = 0
+            while not self.stop.is_set():
+                room = ("7", "ops")[i % 2]
+                text = f"{self.prefix}-{i}{self.suffix}"
+                call = {"method": "io.chatlink.Daemon.Send", "parameters": {"room": room, "text": text}}
+                s.sendall(json.dumps(call).encode() + b"\0")
+                while b"\0" not in buf:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                one, _, buf = buf.partition(b"\0")
+                reply = json.loads(one)
+                assert "error" not in reply, reply
+                self.acked.append({**reply["parameters"], "room": room, "text": text})
+                i += 1
+                self.stop.wait(0.002)
+        except (OSError, ValueError):
+            return  # the daemon was killed
+
+
 # ---------------------------------------------------------------------------- fixtures
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, REPO, Subscription, quiet_store, raw_call, read_store, send_many, wait_until
+from conftest import BIN, REPO, Sender, Subscription, quiet_store, raw_call, read_store, send_many, wait_until
 
 FIXTURE = REPO / "Tests" / "Fixtures" / "sio_server.py"
 sys.path.insert(0, str(FIXTURE.parent))
@@ -871,43 +871,6 @@ def test_a_server_that_stops_pinging_is_detected_in_time_and_left(make_daemon, m
     assert d.status()["connects"] == 2
 
 
-class Sender(threading.Thread):
-    """Sends messages over one control connection until stopped or the daemon dies; keeps
-    the acknowledged ones."""
-
-    def __init__(self, socket_path: str, prefix: str):
-        super().__init__(daemon=True)
-        self.socket_path, self.prefix = socket_path, prefix
-        self.acked: list[dict] = []
-        self.stop = threading.Event()
-
-    def run(self):
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(5)
-            s.connect(self.socket_path)
-            buf = b""
-            i = 0
-            while not self.stop.is_set():
-                room = ("7", "ops")[i % 2]
-                text = f"{self.prefix}-{i} 한글 🎉"
-                call = {"method": "io.chatlink.Daemon.Send", "parameters": {"room": room, "text": text}}
-                s.sendall(json.dumps(call).encode() + b"\0")
-                while b"\0" not in buf:
-                    data = s.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                one, _, buf = buf.partition(b"\0")
-                reply = json.loads(one)
-                assert "error" not in reply, reply
-                self.acked.append({**reply["parameters"], "room": room, "text": text})
-                i += 1
-                self.stop.wait(0.002)
-        except (OSError, ValueError):
-            return  # the daemon was killed
-
-
 def store_bytes(store_dir: Path) -> int:
     total = 0
     for p in store_dir.glob("messages.jsonl*"):
@@ -936,7 +899,7 @@ def test_kill_9_during_a_flood_and_sends_loses_nothing_acknowledged_and_tears_no
         assert len(seqs) >= kept, f"round {round}: records that were on disk are gone"
         kept = len(seqs)
 
-        sender = Sender(d.socket_path, f"r{round}")
+        sender = Sender(d.socket_path, f"r{round}", suffix=" 한글 🎉")
         sender.start()
         wait_until(lambda: len(sender.acked) >= 3, 5, message="the first acknowledged sends")
         start_size = store_bytes(d.store_dir)
