@@ -526,6 +526,9 @@ def test_a_send_is_published_to_its_room_and_confirmed_by_puback(make_daemon, br
             for room in ("a", "b"):
                 assert c.Send(room=ns + f"out/{room}", text=texts[room][i])["state"] == "queued"
     wait_until(lambda: d.status()["outbox"] == 0, 20, message="every send confirmed")
+    # The broker's PUBACK to the daemon can come before its delivery to the subscriber.
+    wait_until(lambda: all(len(peer.payloads(ns + f"out/{room}")) >= 300 for room in ("a", "b")), 10,
+               message="every message at the subscriber")
     for room in ("a", "b"):
         got = [p.decode() for p in peer.payloads(ns + f"out/{room}")]
         assert got == texts[room], f"room {room}: {got[:10]}"
