@@ -583,3 +583,42 @@ def test_a_wildcard_or_missing_room_is_refused_with_a_reason_and_the_rest_goes_o
     assert "topic filter with wildcards" in (status.get("last_failure") or ""), status
     # Nothing failed was stored as sent.
     assert [r["data"] for r in d.records() if r["dir"] == "out"] == ["before", "after"]
+
+
+@pytest.mark.parametrize("version", ["5", "3.1.1"])
+def test_a_publish_the_broker_refuses_fails_that_message_under_mqtt5(make_daemon, tmp_path, peers, version):
+    """Mosquitto's ACL denies the topics under secret/. Under MQTT 5 the PUBACK's reason code
+    (0x87) fails that one message (DeliveryFailed, with the reason) and the rest goes on; 3.1.1
+    has no way to say no, and Mosquitto acknowledges and drops it (confirmed, never delivered)."""
+    m = brokers.Mosquitto.start(tmp_path / "mosquitto", acl="user chatlink\ntopic readwrite #\ntopic deny secret/#")
+    try:
+        broker = Broker(f"mosquitto-{version}", version, m.ws_url, m.host, m.tcp_port, m.username, m.password, m)
+        peer = peers(broker, subscribe=["#"])
+        d = mqtt_daemon(make_daemon, broker)
+        wait_open(d)
+        before = send_more(d, "before", room="out/1")
+        with Subscription(d) as sub:
+            replies = send_more(d, "psst", room="secret/plans")
+            if version == "5":
+                failed = sub.wait_for(lambda e: e["event"] == "failed", 5, message="a failed event")
+        after = send_more(d, "after", room="out/2")
+        assert before[-1]["parameters"]["state"] == after[-1]["parameters"]["state"] == "confirmed"
+        wait_until(lambda: len(peer.messages()) == 2, 5, message="the two allowed messages")
+        time.sleep(0.3)
+        assert [(x.topic, x.payload) for x in peer.messages()] == [("out/1", b"before"), ("out/2", b"after")]
+        status = d.status()
+        cid = replies[0]["parameters"]["id"]
+        assert status["outbox"] == 0 and status["connects"] == 1, status
+        if version == "5":
+            assert replies[-1].get("error") == "io.chatlink.Daemon.DeliveryFailed", replies
+            assert replies[-1]["parameters"] == {"id": cid, "reason": "not authorized"}, replies
+            assert failed["id"] == cid and failed["room"] == "secret/plans" and failed["reason"] == "not authorized"
+            assert status["failed"] == 1 and status["confirmed"] == 2, status
+            assert status.get("last_failure") == f"{cid}: not authorized", status
+            wait_until(lambda: len([r for r in d.records() if r["dir"] == "out"]) == 2, 5)
+            assert [r["data"] for r in d.records() if r["dir"] == "out"] == ["before", "after"]
+        else:
+            assert replies[-1]["parameters"]["state"] == "confirmed", replies
+            assert status["failed"] == 0 and status["confirmed"] == 3, status
+    finally:
+        m.stop(cleanup=True)
