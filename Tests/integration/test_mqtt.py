@@ -622,3 +622,245 @@ def test_a_publish_the_broker_refuses_fails_that_message_under_mqtt5(make_daemon
             assert status["failed"] == 0 and status["confirmed"] == 3, status
     finally:
         m.stop(cleanup=True)
+
+
+# ---------------------------------------------------------------------------- the killer scenarios
+
+
+class Flood(threading.Thread):
+    """Publishes n QoS 1 messages with paho, `rate` a second, over `topics` in turn: message
+    i is "<tag>-<i>" on topics[i % len(topics)]. Done once the broker has acknowledged every
+    one (its PUBACK to paho: the broker holds it from then on)."""
+
+    def __init__(self, peer: Peer, topics: list[str], n: int, rate: float, tag: str = "f"):
+        super().__init__(daemon=True)
+        self.peer, self.topics, self.n, self.rate, self.tag = peer, topics, n, rate, tag
+        self.sent: list[tuple[str, str]] = [(topics[i % len(topics)], f"{tag}-{i:06d}") for i in range(n)]
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+
+    def run(self):
+        try:
+            t0 = time.monotonic()
+            infos = []
+            batch = max(1, int(self.rate / 20))
+            for start in range(0, self.n, batch):
+                for topic, text in self.sent[start:start + batch]:
+                    infos.append(self.peer.client.publish(topic, text, qos=1))
+                pause = t0 + (start + batch) / self.rate - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+            for info in infos:
+                info.wait_for_publish(60)
+                assert info.is_published()
+            self.seconds = time.monotonic() - t0
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+
+def flood_figures(d, sent: list[tuple[str, str]]) -> dict:
+    """What the store holds of `sent`: missing ones, duplicates, DUP-flagged records, and
+    whether each topic's first arrivals are in publish order."""
+    records = d.records()
+    seqs = [r["seq"] for r in records]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "seq not strictly increasing"
+    want = {text for _, text in sent}
+    mine = [r for r in records if r["dir"] == "in" and r["data"] in want]
+    counts: dict[str, int] = {}
+    for r in mine:
+        counts[r["data"]] = counts.get(r["data"], 0) + 1
+    problems = []
+    for topic in sorted({t for t, _ in sent}):
+        problems += [f"{topic}: {p}" for p in first_in_order(
+            [r["data"] for r in mine if r["room"] == topic], [x for t, x in sent if t == topic])]
+    return {
+        "published": len(sent), "stored": len(mine), "distinct": len(counts),
+        "missing": len(want) - len(counts), "duplicates": len(mine) - len(counts),
+        "dup_flagged": sum(1 for r in mine if r["meta"].get("dup")),
+        "max_copies": max(counts.values(), default=0), "problems": problems,
+    }
+
+
+def wait_all_stored(d, sent, timeout: float) -> dict:
+    want = {text for _, text in sent}
+
+    def done():
+        got = {r["data"] for r in d.records() if r["dir"] == "in"}
+        return want <= got
+
+    wait_until(done, timeout, interval=0.5, message=f"all {len(sent)} published messages in the store")
+    return flood_figures(d, sent)
+
+
+KILLS = {"mosquitto-5": (20000, 10, 2000), "mosquitto-3.1.1": (10000, 5, 2000), "rabbitmq-3.1.1": (3000, 5, 400)}
+
+
+@pytest.mark.timeout(180)
+@on(*ALL)
+def test_kill_9_again_and_again_during_a_flood_loses_no_published_message(make_daemon, broker, peers):
+    """Scenario (1): kill -9 chatlinkd again and again while a peer publishes into its rooms;
+    every message the broker acknowledged to the peer is in the store afterwards, in order
+    per topic (first arrivals), duplicates allowed and counted."""
+    n, kills, rate = KILLS[broker.name]
+    ns = broker.ns
+    d = mqtt_daemon(make_daemon, broker, rooms=["flood/#"])
+    wait_open(d)
+    peer = peers(broker, max_inflight=1000)
+    probe(d, peer, ns + "flood/probe")
+    flood = Flood(peer, [ns + f"flood/{k}" for k in range(4)], n, rate)
+    t0 = time.monotonic()
+    flood.start()
+    rng = random.Random(n)
+    for _ in range(kills):
+        time.sleep(rng.uniform(0.3, 0.9))
+        d.kill()
+        d.start()
+    flood.join(60)
+    assert not flood.is_alive() and flood.error is None, flood.error
+    figures = wait_all_stored(d, flood.sent, 60)
+    figures.update(kills=kills, seconds=round(time.monotonic() - t0, 1), publish_seconds=round(flood.seconds, 1))
+    print(f"FIGURES kill-9 {broker.name}: {figures}")
+    assert figures["missing"] == 0 and not figures["problems"], figures
+    assert d.runs == kills + 1
+
+
+BACKLOG = {"mosquitto-5": 10000, "mosquitto-3.1.1": 10000, "rabbitmq-3.1.1": 3000}
+
+
+@pytest.mark.timeout(150)
+@on(*ALL)
+def test_a_backlog_published_while_the_daemon_is_stopped_lands_in_full(make_daemon, broker, peers):
+    """Scenario (2): the daemon stopped while the peer publishes; started again, it gets the
+    broker-held backlog of its persistent session, every message, in order."""
+    n, down = BACKLOG[broker.name], 5.0
+    ns = broker.ns
+    d = mqtt_daemon(make_daemon, broker, rooms=["backlog/#"])
+    wait_open(d)
+    peer = peers(broker, max_inflight=1000)
+    probe(d, peer, ns + "backlog/probe")
+    assert d.stop() == 0
+    t0 = time.monotonic()
+    sent = [(ns + f"backlog/{i % 2}", f"b-{i:06d}") for i in range(n)]
+    for k in range(2):
+        lines = "".join(text + "\n" for topic, text in sent if topic == ns + f"backlog/{k}").encode()
+        r = mosquitto_pub(broker, ns + f"backlog/{k}", "-l", stdin=lines)
+        assert r.returncode == 0, r
+    published = time.monotonic() - t0
+    time.sleep(max(0.0, down - published))
+    t1 = time.monotonic()
+    d.start()
+    figures = wait_all_stored(d, sent, 60)
+    figures.update(down_seconds=round(t1 - t0, 1), publish_seconds=round(published, 1),
+                   drain_seconds=round(time.monotonic() - t1, 1))
+    print(f"FIGURES backlog {broker.name}: {figures}")
+    assert figures["missing"] == 0 and figures["duplicates"] == 0 and not figures["problems"], figures
+
+
+class Sender(threading.Thread):
+    """Sends over one control connection to `room` until stopped; keeps what was acknowledged
+    (the Send reply, state "queued": durable in the outbox) and when."""
+
+    def __init__(self, d, room: str, tag: str):
+        super().__init__(daemon=True)
+        self.d, self.room, self.tag = d, room, tag
+        self.acked: list[str] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            with self.d.ctl() as c:
+                i = 0
+                while not self.stop.is_set():
+                    text = f"{self.tag}-{i:05d}"
+                    assert c.Send(room=self.room, text=text)["state"] == "queued"
+                    self.acked.append(text)
+                    i += 1
+                    time.sleep(0.002)
+        except BaseException as e:  # noqa: BLE001
+            self.error = e
+
+
+@pytest.mark.timeout(150)
+@on(*ALL)
+def test_broker_restarted_during_sends_every_acknowledged_send_arrives_in_order(make_daemon, broker, peers):
+    """Scenario (3): the broker restarted (stopped cleanly, down a second, started again)
+    while the daemon sends to two rooms: every send the daemon acknowledged reaches a
+    subscriber with a persistent session at least once, first arrivals in order per room."""
+    ns = broker.ns
+    peer = peers(broker, client_id=f"clit-sub-{random.getrandbits(32):08x}", persistent=True,
+                 subscribe=[ns + "out/#"])
+    d = mqtt_daemon(make_daemon, broker)
+    wait_open(d)
+    senders = [Sender(d, ns + f"out/{room}", room) for room in ("a", "b")]
+    for s in senders:
+        s.start()
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    broker.server.restart(down=1.0)  # SIGTERM: Mosquitto saves its persistence file first
+    restart = time.monotonic() - t0
+    wait_open(d, timeout=20)
+    time.sleep(1.5)
+    for s in senders:
+        s.stop.set()
+    for s in senders:
+        s.join(10)
+        assert s.error is None, s.error
+    wait_until(lambda: d.status()["outbox"] == 0, 30, message="every send confirmed")
+    figures = {"restart_seconds": round(restart, 1), "daemon_connects": d.status()["connects"]}
+    for s in senders:
+        def arrived():
+            got = [p.decode() for p in peer.payloads(s.room)]
+            return not first_in_order(got, s.acked) and got
+        wait_until(arrived, 20, interval=0.2, message=f"every acknowledged send to {s.room} at the subscriber")
+        got = [p.decode() for p in peer.payloads(s.room)]
+        assert not first_in_order(got, s.acked), first_in_order(got, s.acked)
+        figures[s.room] = {"acknowledged": len(s.acked), "received": len(got), "duplicates": len(got) - len(set(got))}
+    print(f"FIGURES broker-restart {broker.name}: {figures}")
+    assert d.status()["connects"] >= 2 and peer.connects >= 2
+
+
+@on(*ALL)
+def test_puback_waits_for_fsync_so_a_kill_before_it_means_redelivery_with_dup(make_daemon, broker, peers):
+    """Messages stored but not yet fsynced (Sync=batch, a 3 s group commit) are not
+    acknowledged: after a kill -9 the broker sends them again, with DUP, and they are stored
+    again (the records of the first copies survived in the page cache: at least once). Once
+    fsynced they are acknowledged: a kill -9 then brings no third copy."""
+    ns = broker.ns
+    d = mqtt_daemon(make_daemon, broker, rooms=["held/#"],
+                    overrides={"Store": {"Sync": "batch", "SyncIntervalMSec": 3000}})
+    wait_open(d)
+    peer = peers(broker)
+    probe(d, peer, ns + "held/probe", timeout=20)
+    # A message after a quiet spell is fsynced at once; the ones right after it wait for the
+    # next group commit, 3 s later.
+    wait_until(lambda: (s := d.status())["durable_seq"] == s["last_seq"], 5, message="everything durable")
+    time.sleep(3.2)
+    peer.publish(ns + "held/x", "lead")
+    wait_until(lambda: (s := d.status())["durable_seq"] == s["last_seq"] and any(
+        r["data"] == "lead" for r in inbound(d)), 2, message="the lead message durable")
+    held = [f"held-{i}" for i in range(5)]
+    for text in held:
+        peer.publish(ns + "held/x", text)
+    wait_until(lambda: {r["data"] for r in inbound(d)} >= set(held), 2, message="the held messages written")
+    status = d.status()
+    assert status["durable_seq"] < status["last_seq"], f"already fsynced; the 3 s window was missed: {status}"
+    d.kill()
+    written = [r["data"] for r in inbound(d)]
+    assert all(written.count(t) == 1 for t in held), written
+    d.start()
+    wait_until(lambda: all([r["data"] for r in inbound(d)].count(t) == 2 for t in held), 15,
+               message="each held message delivered again")
+    again = [r for r in inbound(d) if r["data"] in held][len(held):]
+    assert [r["data"] for r in again] == held and all(r["meta"].get("dup") for r in again), again
+    lead = [r for r in inbound(d) if r["data"] == "lead"]
+    assert len(lead) == 1, "an fsynced (and so acknowledged) message came again"
+    # Now durable, so acknowledged: a kill -9 brings none of them again.
+    wait_until(lambda: (s := d.status())["durable_seq"] == s["last_seq"], 6, message="the second copies durable")
+    time.sleep(0.5)  # the PUBACKs go out right after the fsync
+    d.kill()
+    d.start()
+    wait_open(d)
+    probe(d, peer, ns + "held/probe", timeout=20)
+    counts = [[r["data"] for r in inbound(d)].count(t) for t in held + ["lead"]]
+    assert counts == [2] * len(held) + [1], counts
