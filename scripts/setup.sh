@@ -19,6 +19,9 @@ packages=(libsystemd-dev libssl-dev zlib1g-dev pkg-config)
 if [ "$mode" = "--test" ]; then
   # gcc builds wsaccel for Autobahn; openssl makes nothing but is handy to inspect test certs.
   packages+=(gcc iproute2 openssl groff-base man-db)
+  # The brokers of the MQTT/STOMP tests (Tests/Fixtures/brokers.py starts private instances
+  # of its own; the system services must not start, see below), and mosquitto_pub/_sub.
+  packages+=(mosquitto mosquitto-clients rabbitmq-server)
 fi
 
 missing=()
@@ -30,7 +33,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
+  # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server)
+  # from starting: the tests run their own instances. One already in place is left alone.
+  policy=/usr/sbin/policy-rc.d
+  made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/setup.sh: no service starts while it installs packages\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    made_policy=1
+    trap '$sudo rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ -n "$made_policy" ]; then
+    $sudo rm -f "$policy"
+    trap - EXIT
+  fi
 fi
 
 # The Python venv serves the demo backend (make run) and the independent test peers.
