@@ -149,6 +149,7 @@ final class STOMPLinkTests: XCTestCase {
 
   func testAnErrorAfterTheSetUpEndsTheConnectionWithItsTextAndBacksOff() {
     var link = ready()
+    link.on(server(.receipt, [("receipt-id", "sub-1")]))
     XCTAssertEqual(
       link.on(server(.error, [("message", "access_refused")], body: "to /topic/x")),
       ["arm pongDeadline 30", "close 1002 protocol error"])

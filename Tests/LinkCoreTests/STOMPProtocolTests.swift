@@ -258,6 +258,27 @@ final class STOMPProtocolTests: XCTestCase {
       "a new connection waits for nothing sent on the last")
   }
 
+  /// RabbitMQ's ERRORs name no receipt; it answers frames in order, so one that comes while a
+  /// SUBSCRIBE waits for its RECEIPT is that SUBSCRIBE's.
+  func testAnErrorNamingNoReceiptWhileASubscriptionWaitsIsThatSubscriptionsRefusal() {
+    var adapter = connected()
+    _ = adapter.join(RoomID("/nowhere/x")!)
+    _ = adapter.join(RoomID("/queue/ok")!)
+    let reading = adapter.read(
+      server(.error, [("message", "Unknown destination")], body: "'/nowhere/x' is not valid"))
+    XCTAssertNil(reading.session, "the other rooms go on")
+    XCTAssertEqual(
+      reading.problem,
+      "the STOMP server refused the subscription to '/nowhere/x': Unknown destination: "
+        + "'/nowhere/x' is not valid")
+    XCTAssertNil(adapter.read(server(.receipt, [("receipt-id", "sub-2")])).problem)
+    XCTAssertEqual(
+      adapter.read(server(.error, [("message", "later")])).session,
+      .broken("the STOMP server sent an ERROR: later"), "nothing waits: the session ends")
+    XCTAssertNil(adapter.join(RoomID("/queue/ok")!), "still subscribed")
+    XCTAssertNotNil(adapter.join(RoomID("/nowhere/x")!), "refused: may be joined again")
+  }
+
   func testAnyOtherErrorEndsTheSessionWithItsText() {
     var adapter = connected()
     XCTAssertEqual(

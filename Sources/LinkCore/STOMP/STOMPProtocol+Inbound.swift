@@ -122,6 +122,8 @@ extension STOMPProtocol {
     if let count = awaitedSend(id) {
       awaitedSends.remove(count)
       reading.delivered.append(count)
+    } else if let index = unconfirmedSubscriptions.firstIndex(where: { $0.id == id }) {
+      unconfirmedSubscriptions.remove(at: index)
     } else if !id.hasPrefix(Self.subscriptionPrefix) {
       reading.problem = "a RECEIPT for '\(STOMPFrame.printable(id))', which nothing waits for"
     }
@@ -142,17 +144,23 @@ extension STOMPProtocol {
       reading.session = .refused(Self.refusal(text))
       return
     }
-    if let id = frame["receipt-id"] {
-      if let count = awaitedSend(id) {
-        awaitedSends.remove(count)
-        reading.failed.append(DeliveryFailure(count: count, reason: text))
-        return
-      }
-      if let room = subscribedRooms.removeValue(forKey: id) {
-        subscriptions[room] = nil
-        reading.problem = "the STOMP server refused the subscription to '\(room)': \(text)"
-        return
-      }
+    let receipt = frame["receipt-id"]
+    if let id = receipt, let count = awaitedSend(id) {
+      awaitedSends.remove(count)
+      reading.failed.append(DeliveryFailure(count: count, reason: text))
+      return
+    }
+    let index: Int?
+    if let id = receipt {
+      index = unconfirmedSubscriptions.firstIndex { $0.id == id }
+    } else {
+      index = unconfirmedSubscriptions.isEmpty ? nil : 0
+    }
+    if let index {
+      let (id, room) = unconfirmedSubscriptions.remove(at: index)
+      if subscriptions[room] == id { subscriptions[room] = nil }
+      reading.problem = "the STOMP server refused the subscription to '\(room)': \(text)"
+      return
     }
     // The server closes the connection after an ERROR; ending it here keeps the text (for
     // status and the backoff) instead of a bare close.

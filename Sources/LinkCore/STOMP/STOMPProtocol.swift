@@ -16,7 +16,10 @@ import WebSocket
 /// - Heart-beats as negotiated in both directions: while the server sends its own, an EOL
 ///   goes out every HeartBeatMSec= and no data from the server for three of its intervals
 ///   means it is gone; without them, WebSocket pings probe as usual.
-/// - Any other ERROR ends the session (the server closes after one anyway), with its text.
+/// - An ERROR naming a SUBSCRIBE's receipt, or naming none while a SUBSCRIBE waits for its
+///   RECEIPT (RabbitMQ's ERRORs name none), is that subscription's refusal: logged, and the
+///   session goes on. Any other ERROR ends the session (the server closes after one anyway),
+///   with its text.
 public struct STOMPProtocol: BackendProtocol {
   /// What `STOMPProtocol` is configured with ([STOMP] in chatlinkd.conf).
   public struct Settings: Sendable, Hashable {
@@ -57,9 +60,11 @@ public struct STOMPProtocol: BackendProtocol {
   var serverSilenceLimit: Duration?
   /// Whether the server wants our heart-beats.
   var beatsWanted = false
-  /// Subscription ids by destination, and destinations by id.
+  /// Subscription ids by destination.
   var subscriptions: [String: String] = [:]
-  var subscribedRooms: [String: String] = [:]
+  /// SUBSCRIBEs whose RECEIPT has not come, oldest first. A server answers a SUBSCRIBE in
+  /// order, so an ERROR that names no receipt while one waits is that SUBSCRIBE's refusal.
+  var unconfirmedSubscriptions: [(id: String, room: String)] = []
   var lastSubscription = 0
   /// Outbox counts sent on this connection and waiting for their RECEIPT.
   var awaitedSends: Set<UInt64> = []
@@ -92,7 +97,7 @@ public struct STOMPProtocol: BackendProtocol {
     serverSilenceLimit = nil
     beatsWanted = false
     subscriptions = [:]
-    subscribedRooms = [:]
+    unconfirmedSubscriptions = []
     awaitedSends = []
     var headers = [
       STOMPHeader("accept-version", "1.2,1.1"), STOMPHeader("host", settings.virtualHost),
@@ -109,7 +114,7 @@ public struct STOMPProtocol: BackendProtocol {
     lastSubscription += 1
     let id = Self.subscriptionPrefix + String(lastSubscription)
     subscriptions[room.name] = id
-    subscribedRooms[id] = room.name
+    unconfirmedSubscriptions.append((id, room.name))
     return frame(
       STOMPFrame(
         .subscribe,
@@ -121,7 +126,6 @@ public struct STOMPProtocol: BackendProtocol {
 
   public mutating func leave(_ room: RoomID) -> Message? {
     guard let id = subscriptions.removeValue(forKey: room.name) else { return nil }
-    subscribedRooms[id] = nil
     return frame(STOMPFrame(.unsubscribe, [STOMPHeader("id", id)]))
   }
 
