@@ -5,6 +5,8 @@
                           seed, then the payload
   Fuzz/corpus/varlink/    Fuzz/VarlinkFuzzer.swift: mode, flags A, flags B, then the payload
   Fuzz/corpus/config/     Fuzz/ConfigFuzzer.swift: mode, flags A, flags B, then the payload
+  Fuzz/corpus/stomp/      Fuzz/STOMPFuzzer.swift: flags, then WebSocket messages (kind, 2-byte
+                          length, payload)
   Fuzz/varlink.dict, Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
 
 (see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
@@ -934,6 +936,92 @@ def mqtt_seeds_all() -> None:
               mqtt_publish("t", b"x" * 300, qos=1, pid=9)[7:])
 
 
+# ---------------------------------------------------------------------------- stomp
+
+stomp_seeds: dict[str, bytes] = {}
+
+# Flags of Fuzz/STOMPFuzzer.swift's first byte.
+ST_NO_BEATS, ST_SMALL = 1, 2
+
+
+def st_sends(n: int) -> int:
+    return (n & 7) << 2
+
+
+def st_frame(command: str, headers: list[tuple[str, str]] = (), body: bytes | str = b"",
+             length: bool = False) -> bytes:
+    """One STOMP frame's bytes; headers as given (the caller escapes them)."""
+    data = body.encode() if isinstance(body, str) else body
+    lines = [command] + [f"{name}:{value}" for name, value in headers]
+    if length:
+        lines.append(f"content-length:{len(data)}")
+    return ("\n".join(lines) + "\n\n").encode() + data + b"\0"
+
+
+def st_message(payload: bytes | str, binary: bool = False) -> bytes:
+    """One WebSocket message of the fuzzer's input: kind, 2-byte length, payload."""
+    return sio_frame(payload, binary)
+
+
+def st_seed(name: str, flags: int, *messages: bytes) -> None:
+    assert name not in stomp_seeds, name
+    stomp_seeds[name] = bytes([flags]) + b"".join(messages)
+
+
+ST_CONNECTED = st_frame("CONNECTED", [("version", "1.2"), ("session", "session-1"),
+                                      ("heart-beat", "10000,10000"), ("server", "RabbitMQ/4.0")])
+
+
+def st_msg(n: int, body: bytes | str = "hi", destination: str = "/topic/chat.7",
+           length: bool = False, extra: list[tuple[str, str]] = ()) -> bytes:
+    return st_frame("MESSAGE", [("destination", destination), ("message-id", f"T_sub-1@@s@@{n}"),
+                                ("redelivered", "false"), ("subscription", "sub-1"),
+                                ("ack", f"T_sub-1@@s@@{n}")] + list(extra), body, length)
+
+
+def stomp_seeds_all() -> None:
+    st_seed("setup", st_sends(2), st_message(ST_CONNECTED), st_message("\n"),
+            st_message(st_frame("RECEIPT", [("receipt-id", "sub-1")])),
+            st_message(st_frame("RECEIPT", [("receipt-id", "send-1")])),
+            st_message(st_msg(1, '{"room_id":7,"text":"hi"}')))
+    st_seed("setup-11", 0, st_message(st_frame("CONNECTED", [("version", "1.1"),
+                                                             ("heart-beat", "0,5000")])),
+            st_message(st_msg(1, "x")))
+    st_seed("setup-10", 0, st_message(st_frame("CONNECTED", [("session", "s")])))
+    st_seed("refused", 0, st_message(st_frame(
+        "ERROR", [("message", "Bad CONNECT"), ("content-type", "text/plain")],
+        "Access refused for user 'guest'\n")))
+    st_seed("packed", st_sends(3),
+            st_message(ST_CONNECTED + b"\n" + st_msg(1, "a") + b"\r\n" + st_msg(2, b"\x00\xff",
+                                                                              length=True)
+                       + st_frame("RECEIPT", [("receipt-id", "send-2")]), binary=True))
+    whole = st_msg(3, "hello, split " * 8)
+    st_seed("split", 0, st_message(ST_CONNECTED), st_message(whole[:17]),
+            st_message(whole[17:60]), st_message(whole[60:] + st_msg(4, "[1,2]")[:5]),
+            st_message(st_msg(4, "[1,2]")[5:]))
+    st_seed("binary-body", ST_NO_BEATS, st_message(ST_CONNECTED),
+            st_message(st_msg(5, bytes(range(256)), length=True), binary=True))
+    st_seed("escapes", 0, st_message(ST_CONNECTED), st_message(st_msg(
+        6, "x", destination="/exchange/x/a\\cb", extra=[("k\\n", "v\\r\\n\\\\"), ("k\\n", "2")])))
+    st_seed("crlf", 0, st_message(ST_CONNECTED.replace(b"\n", b"\r\n", 3)),
+            st_message(st_msg(7).replace(b"\n", b"\r\n", 5)))
+    st_seed("errors", st_sends(3), st_message(ST_CONNECTED),
+            st_message(st_frame("ERROR", [("message", "no"), ("receipt-id", "send-1")])),
+            st_message(st_frame("ERROR", [("message", "no"), ("receipt-id", "sub-2")])),
+            st_message(st_frame("ERROR", [("message", "Server cancelled subscription")],
+                                "bye")))
+    st_seed("receipts", st_sends(7), st_message(ST_CONNECTED),
+            st_message(b"".join(st_frame("RECEIPT", [("receipt-id", f"send-{n}")])
+                                for n in (3, 1, 3, 9, 2))),
+            st_message(st_frame("RECEIPT")))
+    st_seed("small-limit", ST_SMALL, st_message(ST_CONNECTED), st_message(st_msg(8, "y" * 300)))
+    st_seed("garbage", 0, st_message(ST_CONNECTED), st_message("HELLO\n\n\0"),
+            st_message(st_frame("SEND", [("destination", "/a")])),
+            st_message(st_frame("MESSAGE", [("a", "\\t")])),
+            st_message(b"MESSAGE\ncontent-length:5\n\nab\0"), st_message(b"\rX"))
+    st_seed("before-connected", 0, st_message(st_msg(9)), st_message("\n\n"))
+
+
 def main() -> int:
     raw_seeds()
     conn_seeds()
@@ -954,6 +1042,8 @@ def main() -> int:
     write_corpus(FUZZ / "corpus" / "socketio", socketio_seeds)
     mqtt_seeds_all()
     write_corpus(FUZZ / "corpus" / "mqtt", mqtt_seeds)
+    stomp_seeds_all()
+    write_corpus(FUZZ / "corpus" / "stomp", stomp_seeds)
     return 0
 
 

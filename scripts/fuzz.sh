@@ -10,10 +10,12 @@
 #              reading a hostile server's frames (LinkCore)
 #   mqtt       Fuzz/MQTTFuzzer.swift: MQTTDecoder on a stream cut anywhere, the encoder
 #              against it, and MQTTProtocol reading a hostile broker's frames (LinkCore)
+#   stomp      Fuzz/STOMPFuzzer.swift: STOMPDecoder whole or in pieces, STOMPEncoder round
+#              trips, and STOMPProtocol reading a hostile broker's frames (LinkCore)
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
-#                                           together: split 2:1:1:1:1 (60 s: 20 websocket,
-#                                           10 each for the others), at least 1 s each; one
+#                                           together: split 2:1:1:1:1:1 (60 s: 20 websocket,
+#                                           8 each for the others), at least 1 s each; one
 #                                           fuzzer named alone gets all of it
 #   scripts/fuzz.sh --build-only [FUZZER...]  just build .build/fuzz/<name>-fuzzer
 #   .build/fuzz/<name>-fuzzer FILE          replay one input (e.g. a crash artifact)
@@ -77,20 +79,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=.build/fuzz
 MODULES="$OUT/modules"
 GEN="$OUT/gen"
-ALL_FUZZERS=(websocket varlink config socketio mqtt)
+ALL_FUZZERS=(websocket varlink config socketio mqtt stomp)
 
 # The target whose sources are compiled into the fuzzer's own module (internal API), if any;
 # every other target it needs is found from the `import` lines and built as a module.
-declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="")
+declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]="")
 declare -A FUZZER_SOURCE=(
   [websocket]=Fuzz/WebSocketFuzzer.swift
   [varlink]=Fuzz/VarlinkFuzzer.swift
   [config]=Fuzz/ConfigFuzzer.swift
   [socketio]=Fuzz/SocketIOFuzzer.swift
   [mqtt]=Fuzz/MQTTFuzzer.swift
+  [stomp]=Fuzz/STOMPFuzzer.swift
 )
-declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1)
-declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000)
+declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1)
+declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000)
 # Reported bugs in Sources that the fuzzers step around (see the header comment); each flag
 # is explained where the fuzzer source tests it.
 declare -A KNOWN_BUGS=(
@@ -99,6 +102,7 @@ declare -A KNOWN_BUGS=(
   [config]=""
   [socketio]=""
   [mqtt]=""
+  [stomp]=""
 )
 
 BUILD_ONLY=0

@@ -50,6 +50,8 @@ public protocol BackendProtocol {
   mutating func encode(_ entry: OutboxEntry) -> Message
   /// The dialect's own keepalive probe, sent every PingIntervalSec instead of a WebSocket ping;
   /// nil sends a WebSocket ping. The answer is reported as `ProtocolReading.heartbeatAnswered`.
+  /// While the backend sends heartbeats of its own (`ProtocolReading.peerHeartbeat`), the frame
+  /// still goes out every interval and needs no answer (STOMP's heart-beats go both ways).
   mutating func heartbeat() -> Message?
   /// Reads one inbound frame; never fails: frames that do not parse are still stored.
   mutating func read(_ message: Message) -> ProtocolReading

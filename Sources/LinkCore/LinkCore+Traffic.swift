@@ -106,8 +106,14 @@ extension LinkCore {
 
   /// The interval's probe: the dialect's heartbeat frame, or a WebSocket ping.
   /// One probe at a time: the dialect is asked for its heartbeat only when none is out.
+  /// While the backend's own heartbeats prove it alive no probe goes out, but a dialect whose
+  /// heartbeats go both ways (STOMP) still sends its frame, which nothing answers.
   private mutating func probe(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard keepalive.outstanding == nil, !keepalive.isPeerDriven else { return }
+    if keepalive.isPeerDriven {
+      if let frame = backend.heartbeat() { actions.append(.send(frame)) }
+      return
+    }
+    guard keepalive.outstanding == nil else { return }
     if let frame = backend.heartbeat() {
       keepalive.heartbeatSent(now: now)
       actions.append(.send(frame))

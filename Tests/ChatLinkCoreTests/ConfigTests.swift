@@ -223,4 +223,41 @@ final class ConfigTests: XCTestCase {
     shipped.url = defaults.url
     XCTAssertEqual(shipped, defaults)
   }
+
+  func testSTOMPKeysAreReadAndBadOnesRefusedWithTheReason() throws {
+    let c = try load(
+      """
+      [Backend]
+      URL=wss://broker.example/ws
+      Protocol=stomp
+      Rooms=/topic/chat.7 /queue/ops /exchange/x/key
+      [STOMP]
+      VirtualHost=chat
+      Username=bot
+      HeartBeatMSec=2500
+      """)
+    XCTAssertEqual(c.chatProtocol, .stomp)
+    XCTAssertEqual(c.rooms, ["/topic/chat.7", "/queue/ops", "/exchange/x/key"])
+    XCTAssertEqual(c.stompVirtualHost, "chat")
+    XCTAssertEqual(c.stompUsername, "bot")
+    XCTAssertEqual(c.stompHeartBeat, .milliseconds(2500))
+    let defaults = try load("[Backend]\nURL=ws://a/\n[STOMP]\nVirtualHost=\nUsername=")
+    XCTAssertEqual(defaults.stompVirtualHost, "/")
+    XCTAssertNil(defaults.stompUsername)
+    XCTAssertEqual(defaults.stompHeartBeat, .seconds(10))
+    XCTAssertEqual(
+      try load("[Backend]\nURL=ws://a/\n[STOMP]\nHeartBeatMSec=0").stompHeartBeat, .zero)
+    for bad in [
+      "HeartBeatMSec=50", "HeartBeatMSec=-1", "HeartBeatMSec=3600001", "HeartBeatMSec=1s",
+    ] {
+      let refused = error("[Backend]\nURL=ws://a/\n[STOMP]\n" + bad)
+      XCTAssertEqual(refused?.line, 4, bad)
+      XCTAssertEqual(refused?.key, "[STOMP] HeartBeatMSec", bad)
+      XCTAssertTrue(refused?.message.contains("100 to 3600000 ms") ?? false, bad)
+    }
+    XCTAssertEqual(error("[Backend]\nURL=ws://a/\n[STOMP]\nVirtualHost=a\u{7F}")?.line, 4)
+    XCTAssertTrue(
+      error("[Backend]\nURL=ws://a/\nProtocol=raw\nRooms=/queue/a")?.message.contains(
+        "mqtt or stomp") ?? false)
+  }
 }

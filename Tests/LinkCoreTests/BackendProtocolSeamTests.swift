@@ -30,6 +30,10 @@ struct HandshakingDialect: BackendProtocol {
         record: nil, session: .refused(words.dropFirst().joined(separator: " ")))
     case "PONG": return ProtocolReading(record: nil, heartbeatAnswered: true)
     case "SRVPING": return ProtocolReading(record: nil, replies: [text("SRVPONG")])
+    case "SRVBEAT":
+      var reading = ProtocolReading(record: nil)
+      reading.peerHeartbeat = .seconds(30)
+      return reading
     case "ACK":
       return ProtocolReading(record: nil, delivered: words.dropFirst().compactMap { UInt64($0) })
     case "MSG":
@@ -103,6 +107,23 @@ final class BackendProtocolSeamTests: XCTestCase {
     link.advance(.seconds(6))
     XCTAssertEqual(
       link.on(.timerFired(.pongDeadline)).first, "report peerSilent(timeout: 5.0 seconds)")
+  }
+
+  /// Heartbeats both ways (STOMP): while the backend's prove it alive, ours still go out
+  /// every interval, and nothing need answer them.
+  func testWhileTheBackendSendsHeartbeatsTheDialectsStillGoOutUnanswered() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    link.on(.message(text("SRVBEAT")))
+    XCTAssertEqual(link.on(.timerFired(.keepalive)), ["arm keepalive 10", "send PING"])
+    link.advance(.seconds(10))
+    XCTAssertEqual(link.on(.timerFired(.keepalive)), ["arm keepalive 10", "send PING"])
+    link.advance(.seconds(20))
+    XCTAssertEqual(
+      link.on(.timerFired(.pongDeadline)).first, "report peerSilent(timeout: 5.0 seconds)",
+      "the backend's silence, not an unanswered PING, ends it")
   }
 
   func testARefusedSessionClosesPolitelyAndIsRetriedSlowlyWithTheReason() {

@@ -73,7 +73,7 @@ public enum ConfigLoader {
     if c.chatProtocol == .raw && !c.rooms.isEmpty {
       throw fail(
         "[Backend] Rooms",
-        "needs Protocol=envelope, socketio or mqtt: raw mode has no rooms to join")
+        "needs Protocol=envelope, socketio, mqtt or stomp: raw mode has no rooms to join")
     }
   }
 
@@ -288,6 +288,21 @@ public enum ConfigLoader {
           throw ValueError(message: "'\(v)' has wildcards; a topic prefix cannot")
         }
         c.mqttTopicPrefix = v
+      },
+    ],
+    "STOMP": [
+      "VirtualHost": { (c, v) throws(ValueError) in
+        guard !v.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+          throw ValueError(message: "is not a virtual host name (no control characters)")
+        }
+        c.stompVirtualHost = v.isEmpty ? "/" : v
+      },
+      "Username": { (c, v) throws(ValueError) in c.stompUsername = v.isEmpty ? nil : v },
+      "HeartBeatMSec": { (c, v) throws(ValueError) in
+        guard let value = Int(v), value == 0 || (100...3_600_000).contains(value) else {
+          throw ValueError(message: "'\(v)' is not 0 (no heart-beats) or 100 to 3600000 ms")
+        }
+        c.stompHeartBeat = .milliseconds(value)
       },
     ],
     "Store": [

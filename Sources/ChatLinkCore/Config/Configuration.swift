@@ -13,6 +13,8 @@ public struct Configuration: Sendable, Hashable {
     case socketio
     /// MQTT 5 or 3.1.1: a broker, rooms as topic filters.
     case mqtt
+    /// STOMP 1.2 or 1.1: a broker, rooms as destinations.
+    case stomp
   }
 
   /// When appended store lines are made durable.
@@ -41,7 +43,7 @@ public struct Configuration: Sendable, Hashable {
   public var caFile: String?
   /// An HTTP CONNECT proxy, e.g. http://proxy:3128; nil means https_proxy/no_proxy apply.
   public var proxy: String?
-  /// Envelope, raw or socketio.
+  /// Envelope, raw, socketio, mqtt or stomp.
   public var chatProtocol = ChatProtocol.envelope
   /// Rooms joined after every connect.
   public var rooms: [String] = []
@@ -87,6 +89,14 @@ public struct Configuration: Sendable, Hashable {
   public var mqttQoS: UInt8 = 1
   /// Put before a room's name to make the topic a send goes to.
   public var mqttTopicPrefix = ""
+
+  // [STOMP]
+  /// The `host` header of CONNECT: the broker's virtual host.
+  public var stompVirtualHost = "/"
+  /// The `login` header; the token is the passcode.
+  public var stompUsername: String?
+  /// Heart-beats sent, and asked of the server, this often; zero: none.
+  public var stompHeartBeat: Duration = .milliseconds(10000)
 
   // [Store]
   /// Where messages.jsonl and the outbox live.
@@ -138,6 +148,7 @@ public struct Configuration: Sendable, Hashable {
       "\(maxMessageSize)", "\(envelope)", socketIONamespace, socketIOAuth.description,
       "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
+      stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
       socketGroup, logLevel,

@@ -135,7 +135,8 @@ public final class BackendLink: WebSocketClientDelegate {
     let needsReconnect = settings.needsReconnect(for: new)
     // A dialect with per-connection state (Socket.IO's ack ids) is replaced only together with
     // its connection; a stateless one takes new names at once.
-    let keepsDialect = (new.socketIO != nil || new.mqtt != nil) && !needsReconnect
+    let keepsDialect =
+      (new.socketIO != nil || new.mqtt != nil || new.stomp != nil) && !needsReconnect
     settings = new
     self.tlsContext = tlsContext
     ownFramesAreJSON = backend.framesAreSingleLineJSON

@@ -25,6 +25,8 @@ public struct BackendSettings: Sendable {
   public var socketIO: SocketIOProtocol.Settings?
   /// The MQTT dialect's settings, the token as its password (Protocol=mqtt only).
   public var mqtt: MQTTProtocol.Settings?
+  /// The STOMP dialect's settings, the token as its passcode (Protocol=stomp only).
+  public var stomp: STOMPProtocol.Settings?
 
   /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
   /// (never logged).
@@ -52,6 +54,11 @@ public struct BackendSettings: Sendable {
       // PINGREQ is the keepalive: sent every KeepAliveSec=, as promised to the broker.
       link.pingInterval = c.mqttKeepAlive
     }
+    if c.chatProtocol == .stomp {
+      stomp = Self.stomp(c, token: token)
+      // Our heart-beats go out on the keepalive's interval: HeartBeatMSec=, as CONNECT offers.
+      if c.stompHeartBeat > .zero { link.pingInterval = c.stompHeartBeat }
+    }
     if c.chatProtocol == .socketio {
       var dialect = SocketIOProtocol.Settings()
       dialect.namespace = c.socketIONamespace
@@ -77,6 +84,16 @@ public struct BackendSettings: Sendable {
     return dialect
   }
 
+  private static func stomp(_ c: Configuration, token: String?) -> STOMPProtocol.Settings {
+    var dialect = STOMPProtocol.Settings()
+    dialect.virtualHost = c.stompVirtualHost
+    dialect.login = c.stompUsername
+    dialect.passcode = token
+    dialect.heartBeat = c.stompHeartBeat
+    dialect.maximumFrameSize = c.maxMessageSize
+    return dialect
+  }
+
   /// "chatlink-" and the first 12 hex digits of /etc/machine-id: stable across restarts, so
   /// the broker finds the session, and different on every host of a fleet.
   static func defaultMQTTClientID() -> String {
@@ -89,6 +106,7 @@ public struct BackendSettings: Sendable {
   func makeBackend(_ c: Configuration) -> any BackendProtocol {
     if let socketIO { return SocketIOProtocol(socketIO) }
     if let mqtt { return MQTTProtocol(mqtt) }
+    if let stomp { return STOMPProtocol(stomp) }
     return c.chatProtocol == .raw
       ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
   }
@@ -98,6 +116,7 @@ public struct BackendSettings: Sendable {
     new.url != url || new.headers != headers || new.proxy != proxy
       || new.subprotocols != subprotocols || new.compression != compression
       || new.maxMessageSize != maxMessageSize || new.socketIO != socketIO || new.mqtt != mqtt
+      || new.stomp != stomp
   }
 
   /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.
