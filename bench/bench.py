@@ -1145,6 +1145,14 @@ def scenario_stomp(report: Report) -> None:
         report.note("**chatlinkd not measured: this build has no Protocol=stomp** (`chatlinkd --check-config` "
                     "refuses it); the peer's figure stands alone and the 5× target is not checked. Once "
                     "Protocol=stomp is in, this scenario measures chatlinkd beside it with no change.")
+    peer_rate = median(t.values["rate"] for t in results["stomp.py"])
+    ceiling = median(t.values["rate"] for t in results["drain"])
+    report.note(
+        f"What the broker allows: the 5× target asks for {5 * peer_rate:,.0f} msgs/s, while RabbitMQ gave the "
+        f"drain-only baseline, which does nothing but ACK each message, {ceiling:,.0f} msgs/s "
+        f"({ceiling / peer_rate:.1f}× stomp.py) through web-stomp, using "
+        f"{median(t.values['broker_cpu'] for t in results['drain']):.1f} CPU s of the {NCPU} CPUs for it: "
+        f"on this machine the broker, not the client, bounds a STOMP drain.")
     publish = median(t.values["publish_seconds"] for ts in results.values() for t in ts)
     report.note(
         f"One private RabbitMQ {rabbitmq_version()} for the scenario (web-stomp for chatlinkd, the plain "
