@@ -171,6 +171,9 @@ def _kill_pid(pid: int, timeout: float = 10) -> None:
 
 
 _rabbits: list["RabbitMQ"] = []
+# CPU seconds of the RabbitMQ VMs stopped so far: they are not our reaped children, so a LoadMeter
+# would count them as other processes' unless told (`extra`).
+unreaped_cpu = 0.0
 
 
 def stop_rabbits() -> None:
@@ -278,6 +281,9 @@ class RabbitMQ:
         return hwm_mb(self.beam) if self.beam else 0.0
 
     def stop(self) -> None:
+        global unreaped_cpu
+        if self.beam and Path(f"/proc/{self.beam}").exists():
+            unreaped_cpu += self.cpu()
         # The VM first (it would restart nothing, but it is the broker), then the rest of ours:
         # epmd, and the wrapper we spawned.
         pids = self._ours()
