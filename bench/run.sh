@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: ChatLink's benchmark suite (issue 6), not part of `make test`.
 #
-#   bench/run.sh                  the full run (about 12 minutes on 2 cores)
-#   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 2 minutes
+#   bench/run.sh                  the full run (about 15 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 3 minutes
 #   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio
 #                                 mqtt stomp)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
