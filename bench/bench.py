@@ -1022,8 +1022,11 @@ def broker_table(report: Report, title: str, labels: dict, results: dict, peer: 
 def broker_target(results: dict, peer: str, what: str) -> tuple[str, bool]:
     ours = median(t.values["rate"] for t in results["chatlinkd"])
     theirs = median(t.values["rate"] for t in results[peer])
-    per_rep = ", ".join(f"{a.values['rate'] / b.values['rate']:.1f}×" for a, b in zip(results["chatlinkd"], results[peer]))
-    return check(f"{what} drain msgs/s ≥ 5× {peer}: {ours:,.0f} vs {theirs:,.0f} = {ours / theirs:.1f}× "
+    def times(x):
+        return f"{x:.1f}×" if x >= 1 else f"{x:.3f}×"
+
+    per_rep = ", ".join(times(a.values["rate"] / b.values["rate"]) for a, b in zip(results["chatlinkd"], results[peer]))
+    return check(f"{what} drain msgs/s ≥ 5× {peer}: {ours:,.0f} vs {theirs:,.0f} = {times(ours / theirs)} "
                  f"(repetition by repetition: {per_rep})", ours >= 5 * theirs)
 
 
