@@ -1102,6 +1102,7 @@ def scenario_mqtt(report: Report) -> None:
                             f"{v['cpu']:.2f} CPU s, broker {v['broker_cpu']:.2f} CPU s, others {trial.others_percent:.0f}%")
     finally:
         rabbit.stop()
+        shutil.rmtree(rabbit.work, ignore_errors=True)
     load = meter.stop(extra=brokers.unreaped_cpu - unreaped)
     labels = {"chatlinkd": "chatlinkd (Protocol=mqtt, Version=3.1.1 over web-mqtt, Sync=batch, PUBACK after fsync)",
               "paho-mqtt": "paho-mqtt subscriber (MQTT 3.1.1 over TCP, PUBACK on receipt)"}
@@ -1127,6 +1128,7 @@ def scenario_stomp(report: Report) -> None:
     n = BROKER_N
     lines_file = source.build_broker_lines(n, MESSAGE_SIZE, BLOBS)
     subjects = (["chatlinkd"] if chatlinkd_knows("stomp") else []) + ["stomp.py", "drain"]
+    shutil.rmtree(RUN / "check-config", ignore_errors=True)
     meter = LoadMeter()
     t0 = time.monotonic()
     unreaped = brokers.unreaped_cpu
@@ -1143,6 +1145,7 @@ def scenario_stomp(report: Report) -> None:
         broker_hwm = broker.hwm()
     finally:
         broker.stop()
+        shutil.rmtree(broker.work, ignore_errors=True)
     load = meter.stop(extra=brokers.unreaped_cpu - unreaped)
     broker_table(report, f"8. STOMP drain: N = {n:,} persistent messages of ~{MESSAGE_SIZE} B that RabbitMQ held "
                  f"in a durable queue while nobody read it, time from the subject's connect until every message "
