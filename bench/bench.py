@@ -5,7 +5,9 @@
 Environment:
     BENCH_QUICK=1          about 10x smaller N everywhere (a smoke run of a minute or two)
     BENCH_REPS=3           interleaved repetitions per measurement (medians are reported)
-    BENCH_ONLY=a,b         run only these scenarios: inbound, latency, outbound, store, idle, socketio
+    BENCH_ONLY=a,b         run only these scenarios: inbound, latency, outbound, store, idle, socketio,
+                           mqtt, stomp
+    BENCH_MQTT_INFLIGHT=20 Mosquitto's max_inflight_messages in the mqtt scenario (its default)
     BENCH_IDLE_SECONDS=60  length of one idle window
 
 Every scenario prints a Markdown table with the median of the repetitions, the ratio to each
@@ -29,11 +31,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import brokers  # noqa: E402
 import gen_store  # noqa: E402
 import source  # noqa: E402
 from harness import (  # noqa: E402
     BENCH, CACHE, CHATLINKCTL, CHATLINKD, DEVSERVER, GOPEER, NCPU, PYTHON, REPO, Chatlinkd,
-    DurablePoller, LoadMeter, Lines, Trial, cpu_ns, cpu_seconds, hwm_mb, median,
+    DurablePoller, LoadMeter, Lines, Trial, Varlink, cpu_ns, cpu_seconds, hwm_mb, median,
     percentile, rss_mb, spawn, status_kb, stop, stop_all,
 )
 from report import Report, fmt, ratio_text, check  # noqa: E402
@@ -58,6 +61,9 @@ STORE_RECORDS = 5_000_000 // SCALE
 STORE_MAX_FILES = 24
 IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", 10 if QUICK else 60))
 SOCKETIO_N = 1_000_000 // SCALE
+BROKER_N = 100_000 // SCALE
+BROKER_STRICT_N = 2_000 // SCALE * 2  # 7b: RabbitMQ's window holds chatlinkd near 200 msg/s
+MQTT_INFLIGHT = int(os.environ.get("BENCH_MQTT_INFLIGHT", "20"))
 
 RUN = CACHE / "run"
 BLOBS = CACHE / "blobs"
@@ -789,10 +795,411 @@ def scenario_socketio(report: Report) -> None:
     report.load(load)
 
 
+# ==================================================================================== 7 mqtt, 8 stomp
+# Broker backends (issue 15): the broker queues N messages for a subject that is away, then the
+# subject connects and takes them. Filling the broker is not timed, so the figure is the
+# subject's, whatever the publisher's speed.
+
+MQTT_SUBJECTS = ["chatlinkd", "paho-mqtt", "drain"]
+MQTT_LABELS = {
+    "chatlinkd": "chatlinkd (Protocol=mqtt: MQTT 5 over WebSocket, Sync=batch, PUBACK after fsync)",
+    "paho-mqtt": "paho-mqtt subscriber (MQTT 5 over TCP, PUBACK on receipt)",
+    "drain": "drain-only baseline (raw MQTT 5 over WebSocket: PUBACKs, stores nothing)",
+}
+MQTT_TOPIC, MQTT_FILTER = "bench/1", "bench/#"
+STOMP_LABELS = {
+    "chatlinkd": "chatlinkd (Protocol=stomp: STOMP 1.2 over web-stomp, Sync=batch, ACK after fsync)",
+    "stomp.py": "stomp.py subscriber (STOMP 1.2 over TCP, ACK on receipt)",
+    "drain": "drain-only baseline (raw STOMP 1.2 over web-stomp: ACKs, stores nothing)",
+}
+BROKER_PACKAGES = ("paho-mqtt", "stomp.py")
+
+
+def chatlinkd_knows(protocol: str) -> bool:
+    """Whether this build of chatlinkd takes `Protocol=<protocol>` (chatlinkd --check-config)."""
+    daemon = Chatlinkd(fresh("check-config"), "ws://127.0.0.1:1/", Backend={"Protocol": protocol})
+    result = subprocess.run([str(CHATLINKD), "--config", str(daemon.config), "--check-config"],
+                            capture_output=True)
+    return result.returncode == 0
+
+
+def wait_connected(client: Varlink, proc: subprocess.Popen, since: float, timeout: float = 30) -> float:
+    """Polls GetStatus every millisecond until chatlinkd's state is open and returns the time of
+    the last reply before that (`since`, its spawn, if the first reply is already open): its
+    drain is timed from no later than its connect, so the figure errs against it."""
+    last = since
+    deadline = time.monotonic() + timeout
+    while True:
+        state = client.status()["state"]
+        now = time.monotonic()
+        if state == "open":
+            return last
+        if now > deadline or proc.poll() is not None:
+            raise RuntimeError(f"chatlinkd did not connect to the broker (state {state}); see {CACHE / 'logs'}")
+        last = now
+        time.sleep(0.001)
+
+
+def run_checked(args, what: str, timeout: float = 600) -> str:
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed ({result.returncode}): {result.stderr.strip()[-400:]}")
+    return result.stdout
+
+
+def drain_chatlinkd(daemon: Chatlinkd, n: int, timeout: float) -> tuple:
+    """Starts chatlinkd on a broker that holds n messages for it; (proc, connected, done, status)."""
+    since = time.monotonic()
+    proc = daemon.start()
+    client = daemon.client()
+    connected = wait_connected(client, proc, since)
+    poller = DurablePoller(client, interval=0.002, target=n)
+    poller.start()
+    if not poller.reached.wait(timeout) or poller.error:
+        status = client.status() if not poller.error else {}
+        raise RuntimeError(f"chatlinkd did not make {n} records durable: {poller.error or status}")
+    done = poller.samples[-1][0]
+    poller.stop()
+    status = client.status()
+    client.close()
+    return proc, connected, done, status
+
+
+def drain_peer(args, timeout: float) -> tuple:
+    """Starts a peer subscriber that prints "connected T" and "done T"; (proc, connected, done)."""
+    proc = spawn(args)
+    lines = Lines(proc)
+    connected = lines.expect(lambda l: float(l.split()[1]) if l.startswith("connected ") else None, 30, "connected")
+    return proc, connected, lines.done(timeout)
+
+
+def check_records(subject: str, files, newest: Path, n: int) -> tuple[int, str]:
+    """The same messages, each exactly once, the last one last; returns (lines, last line)."""
+    lines = count_lines(files)
+    tail = last_line(newest)
+    if lines != n or f'"#{n - 1:07d} '.encode() not in tail:
+        raise RuntimeError(f"{subject}: {lines} lines of {n}, last line {tail[:160]!r}")
+    return lines, tail.decode("utf-8", "replace")
+
+
+def mqtt_trial(subject: str, rep: int, n: int, lines_file: Path, rabbit: "brokers.RabbitMQ | None" = None) -> Trial:
+    """One drain through Mosquitto (a fresh one per trial) or, given `rabbit`, through that
+    RabbitMQ's MQTT plugins (3.1.1 only; each trial with its own client ids, so its own queue)."""
+    settle_disk()
+    work = fresh("mqtt")
+    meter = LoadMeter()
+    if rabbit:
+        broker, ws_url, ws_port, tcp_port = rabbit, rabbit.mqtt_ws_url, rabbit.web_mqtt_port, rabbit.mqtt_port
+        token = work / "token"
+        token.write_text("guest\n")
+        daemon_keys = {"Backend": {"TokenFile": token}, "MQTT": {"Version": "3.1.1", "Username": "guest"}}
+        peer_options = ["--v311", "--login", "guest:guest"]
+    else:
+        broker = brokers.Mosquitto(work / "mosquitto", max_inflight=MQTT_INFLIGHT).start()
+        ws_url, ws_port, tcp_port = broker.ws_url, broker.ws_port, broker.tcp_port
+        daemon_keys, peer_options = {"Backend": {}, "MQTT": {"SessionExpirySec": 3600}}, []
+    broker_cpu_start = broker.cpu()  # a shared broker outlives the trial: its CPU is ours, not others'
+    peer = [PYTHON, BENCH / "peers" / "mqtt_client.py", *peer_options]
+    client_id = {"chatlinkd": "chatlink", "paho-mqtt": "paho", "drain": "drain"}[subject] + f"-bench-{rep}"
+    timeout = max(120, n / 100)
+    # 1. The subject's persistent session with its QoS 1 subscription; then it goes away.
+    if subject == "chatlinkd":
+        daemon = Chatlinkd(work / "chatlinkd", ws_url,
+                           Backend={"Protocol": "mqtt", "Rooms": MQTT_FILTER, **daemon_keys["Backend"]},
+                           MQTT={"ClientID": client_id, "QoS": 1, **daemon_keys["MQTT"]},
+                           Store={"Sync": "batch"})
+        daemon.start()
+        client = daemon.client()
+        wait_connected(client, daemon.proc, time.monotonic())
+        time.sleep(0.5)  # the SUBACK: one round trip on loopback
+        client.close()
+        daemon.stop()
+        daemon.remove_store()
+    elif subject == "drain":
+        run_checked([PYTHON, BENCH / "peers" / "mqtt_drain.py", "session", "127.0.0.1", ws_port, "/",
+                     client_id, MQTT_FILTER], "mqtt_drain.py session", 60)
+    else:
+        run_checked([*peer, "session", "127.0.0.1", tcp_port, client_id, MQTT_FILTER], "mqtt_client.py session", 60)
+    # 2. The broker queues N messages for that session (not timed).
+    published = run_checked([PYTHON, BENCH / "peers" / "mqtt_publish.py", "127.0.0.1", tcp_port,
+                             MQTT_TOPIC, lines_file], "mqtt_publish.py")
+    # 3. The subject comes back and takes them (timed).
+    broker_cpu = broker.cpu()
+    status = {}
+    if subject == "chatlinkd":
+        proc, connected, done, status = drain_chatlinkd(daemon, n, timeout)
+        files, newest = sorted(daemon.store.glob("messages.jsonl*")), daemon.store / "messages.jsonl"
+    elif subject == "drain":
+        proc, connected, done = drain_peer([PYTHON, BENCH / "peers" / "mqtt_drain.py", "drain", "127.0.0.1",
+                                            ws_port, "/", client_id, MQTT_FILTER, n], timeout)
+        files, newest = [], None
+    else:
+        out = work / "out.jsonl"
+        proc, connected, done = drain_peer([*peer, "drain", "127.0.0.1", tcp_port, client_id, MQTT_FILTER, n, out],
+                                           timeout)
+        files, newest = [out], out
+    seconds = done - connected
+    cpu, hwm = cpu_seconds(proc.pid), hwm_mb(proc.pid)
+    broker_cpu, broker_hwm = broker.cpu() - broker_cpu, broker.hwm()
+    stop(proc)
+    extra = broker.cpu() - broker_cpu_start if rabbit else 0.0
+    if not rabbit:
+        broker.stop()
+    load = meter.stop(extra=extra)
+    tail = check_records(subject, files, newest, n)[1] if files else ""
+    shutil.rmtree(work, ignore_errors=True)
+    values = {"seconds": seconds, "rate": n / seconds, "cpu": cpu, "hwm": hwm, "broker_cpu": broker_cpu,
+              "broker_hwm": broker_hwm, "publish_seconds": float(published.split()[2]),
+              "status": status, "tail": tail}
+    return Trial(subject, values, load.others_percent)
+
+
+def stomp_trial(subject: str, rep: int, n: int, lines_file: Path, broker: "brokers.RabbitMQ") -> Trial:
+    settle_disk()
+    work = fresh("stomp")
+    meter = LoadMeter()
+    broker_cpu_start = broker.cpu()  # the broker outlives the trial: its CPU is ours, not others'
+    destination = f"/queue/bench-{subject.replace('.', '')}-{rep}"
+    timeout = max(120, n / 1_000)
+    # 1. The broker holds N persistent messages in a durable queue nobody reads yet (not timed):
+    # the queue is the subscription that outlives the subscriber, as a persistent MQTT session is.
+    published = run_checked([PYTHON, BENCH / "peers" / "stomp_publish.py", "127.0.0.1", broker.stomp_port,
+                             destination, lines_file], "stomp_publish.py")
+    # 2. The subject subscribes with client-individual acks and takes them (timed).
+    broker_cpu = broker.cpu()
+    status = {}
+    if subject == "chatlinkd":
+        token = work / "token"
+        token.write_text("guest\n")
+        daemon = Chatlinkd(work / "chatlinkd", broker.ws_url,
+                           Backend={"Protocol": "stomp", "Rooms": destination, "TokenFile": token},
+                           STOMP={"Username": "guest", "VirtualHost": "/"}, Store={"Sync": "batch"})
+        proc, connected, done, status = drain_chatlinkd(daemon, n, timeout)
+        files, newest = sorted(daemon.store.glob("messages.jsonl*")), daemon.store / "messages.jsonl"
+    elif subject == "drain":
+        proc, connected, done = drain_peer([PYTHON, BENCH / "peers" / "stomp_drain.py", "127.0.0.1",
+                                            broker.web_stomp_port, "/ws", destination, n], timeout)
+        files, newest = [], None
+    else:
+        out = work / "out.jsonl"
+        proc, connected, done = drain_peer(
+            [PYTHON, BENCH / "peers" / "stomp_client.py", "127.0.0.1", broker.stomp_port, destination, n, out],
+            timeout)
+        files, newest = [out], out
+    seconds = done - connected
+    cpu, hwm = cpu_seconds(proc.pid), hwm_mb(proc.pid)
+    broker_cpu = broker.cpu() - broker_cpu
+    stop(proc)
+    load = meter.stop(extra=broker.cpu() - broker_cpu_start)
+    tail = check_records(subject, files, newest, n)[1] if files else ""
+    shutil.rmtree(work, ignore_errors=True)
+    values = {"seconds": seconds, "rate": n / seconds, "cpu": cpu, "hwm": hwm, "broker_cpu": broker_cpu,
+              "broker_hwm": broker.hwm(), "publish_seconds": float(published.split()[2]),
+              "status": status, "tail": tail}
+    return Trial(subject, values, load.others_percent)
+
+
+def broker_table(report: Report, title: str, labels: dict, results: dict, peer: str) -> None:
+    """The table of a broker scenario: medians, the range, CPU, RSS, the broker's CPU, ratios."""
+    def med(subject, key):
+        return median(t.values[key] for t in results[subject])
+
+    peer_rate, peer_cpu = (med(peer, "rate"), med(peer, "cpu")) if results.get(peer) else (None, None)
+    rows = []
+    for subject, trials in results.items():
+        rate = med(subject, "rate")
+        rates = [t.values["rate"] for t in trials]
+        rows.append([
+            labels[subject], fmt(med(subject, "seconds"), 2), f"{rate:,.0f}", f"{min(rates):,.0f}–{max(rates):,.0f}",
+            fmt(med(subject, "cpu"), 2), fmt(med(subject, "hwm"), 1), fmt(med(subject, "broker_cpu"), 2),
+            ratio_text(rate, peer_rate), ratio_text(peer_cpu, med(subject, "cpu")),
+            fmt(median(t.others_percent for t in trials), 0) + "%",
+        ])
+    report.table(title, ["client", "time s", "msgs/s", "range", "CPU s", "peak RSS MB", "broker CPU s",
+                         f"× {peer} msgs/s", f"{peer} CPU ÷ CPU", "others' CPU"], rows)
+
+
+def broker_target(results: dict, peer: str, what: str) -> tuple[str, bool]:
+    ours = median(t.values["rate"] for t in results["chatlinkd"])
+    theirs = median(t.values["rate"] for t in results[peer])
+    def times(x):
+        return f"{x:.1f}×" if x >= 1 else f"{x:.3f}×"
+
+    per_rep = ", ".join(times(a.values["rate"] / b.values["rate"]) for a, b in zip(results["chatlinkd"], results[peer]))
+    return check(f"{what} drain msgs/s ≥ 5× {peer}: {ours:,.0f} vs {theirs:,.0f} = {times(ours / theirs)} "
+                 f"(repetition by repetition: {per_rep})", ours >= 5 * theirs)
+
+
+def scenario_mqtt(report: Report) -> None:
+    # 7a: Mosquitto, a fresh broker per trial.
+    n = BROKER_N
+    lines_file = source.build_broker_lines(n, MESSAGE_SIZE, BLOBS)
+    meter = LoadMeter()
+    results: dict[str, list[Trial]] = {s: [] for s in MQTT_SUBJECTS}
+    for rep, subject in interleaved(MQTT_SUBJECTS, REPS):
+        trial = mqtt_trial(subject, rep, n, lines_file)
+        results[subject].append(trial)
+        v = trial.values
+        report.progress(f"mqtt N={n} rep {rep + 1} {subject}: {v['rate']:,.0f} msg/s, {v['cpu']:.2f} CPU s, "
+                        f"{v['hwm']:.1f} MB, broker {v['broker_cpu']:.2f} CPU s, others {trial.others_percent:.0f}%")
+    load = meter.stop()
+    broker_table(report, f"7a. MQTT drain through Mosquitto: N = {n:,} QoS 1 messages of ~{MESSAGE_SIZE} B that "
+                 f"the broker queued for the subject's persistent session while it was away, time from its "
+                 f"connect until every message is a line (chatlinkd: durable, fsynced, acknowledged after the "
+                 f"fsync; peer: written, no fsync)", MQTT_LABELS, results, "paho-mqtt")
+    report.targets([broker_target(results, "paho-mqtt", "MQTT (Mosquitto)")])
+    first = results["chatlinkd"][0].values
+    st = first["status"]
+    publish = median(t.values["publish_seconds"] for ts in results.values() for t in ts)
+    window = ("Mosquitto's default" if MQTT_INFLIGHT == 20 else "set by BENCH_MQTT_INFLIGHT") \
+        if MQTT_INFLIGHT else "no limit, set by BENCH_MQTT_INFLIGHT"
+    report.note(
+        f"Each trial has its own Mosquitto {mosquitto_version()}: `max_inflight_messages {MQTT_INFLIGHT}` "
+        f"({window}), `max_queued_messages 0` (the default of 1,000 would drop the rest of a session's "
+        f"backlog), `persistence false` (Mosquitto writes its database only at autosave and exit, never "
+        f"per message, so it would not change a drain); a websockets listener for chatlinkd and the "
+        f"baseline, plain TCP for paho and the publisher. max_inflight_messages is meant as the window of "
+        f"QoS 1 messages sent to a client before their PUBACKs, but in 2.0.11 it binds only the first "
+        f"round after a connect: each PUBACK lets the broker send up to that many more (acking the first "
+        f"20 of a resumed session's backlog brought 400 more, unacknowledged), so the window multiplies "
+        f"with every round. chatlinkd acknowledges a round at each group commit (every SyncIntervalMSec, "
+        f"50 ms), so it takes a few commits before the window covers the backlog, and no limit at all "
+        f"(BENCH_MQTT_INFLIGHT=0) makes its drain faster; paho, acknowledging each message as it comes, "
+        f"is bound by its own speed either way. First each subject "
+        f"connects once (clean start off, a session expiry of an hour), subscribes to `{MQTT_FILTER}` at "
+        f"QoS 1 and leaves; then `peers/mqtt_publish.py` publishes the N messages to `{MQTT_TOPIC}` at "
+        f"QoS 1 (pre-encoded PUBLISH packets; median {publish:.1f} s, not timed), each acknowledged once "
+        f"queued for the session; then the subject connects again, resumes the session, subscribes again "
+        f"(as all three do after every connect) and takes them. chatlinkd's time starts at the last "
+        f"GetStatus reply (polled every ms from its spawn) before its state was open and ends at the "
+        f"first reply (polled every 2 ms) with durable_seq = N; paho's runs from its on_connect (the "
+        f"CONNACK) to its own clock after line N, the baseline's likewise. The peer writes each message "
+        f"as chatlinkd's store does, `{{\"seq\",\"time\",\"dir\":\"in\",\"room\":topic,\"type\":\"json\","
+        f"\"data\":payload,\"meta\":{{\"qos\":1}}}}`, line-buffered; the baseline stores nothing. 'broker "
+        f"CPU' is Mosquitto's during the drain. chatlinkd's status after the drain: protocol "
+        f"{st.get('protocol')}, session {st.get('session')}, subprotocol {st.get('subprotocol')}, received "
+        f"{st.get('received')}, connects {st.get('connects')}.")
+    report.note(f"chatlinkd's last record: `{first['tail'][:300]}`")
+    report.load(load)
+
+    # 7b: RabbitMQ's MQTT plugins, whose consumer prefetch (mqtt.prefetch, default 10) is a window
+    # the broker keeps: a client that acknowledges only after its group commit waits for it.
+    n = BROKER_STRICT_N
+    lines_file = source.build_broker_lines(n, MESSAGE_SIZE, BLOBS)
+    subjects = ["chatlinkd", "paho-mqtt"]
+    meter = LoadMeter()
+    t0 = time.monotonic()
+    unreaped = brokers.unreaped_cpu
+    rabbit = brokers.RabbitMQ(fresh("rabbitmq-mqtt"), mqtt=True).start()
+    report.progress(f"mqtt: RabbitMQ ready in {time.monotonic() - t0:.0f} s")
+    results = {s: [] for s in subjects}
+    try:
+        for rep, subject in interleaved(subjects, REPS):
+            trial = mqtt_trial(subject, rep, n, lines_file, rabbit)
+            results[subject].append(trial)
+            v = trial.values
+            report.progress(f"mqtt (RabbitMQ) N={n} rep {rep + 1} {subject}: {v['rate']:,.0f} msg/s, "
+                            f"{v['cpu']:.2f} CPU s, broker {v['broker_cpu']:.2f} CPU s, others {trial.others_percent:.0f}%")
+    finally:
+        rabbit.stop()
+        shutil.rmtree(rabbit.work, ignore_errors=True)
+    load = meter.stop(extra=brokers.unreaped_cpu - unreaped)
+    labels = {"chatlinkd": "chatlinkd (Protocol=mqtt, Version=3.1.1 over web-mqtt, Sync=batch, PUBACK after fsync)",
+              "paho-mqtt": "paho-mqtt subscriber (MQTT 3.1.1 over TCP, PUBACK on receipt)"}
+    broker_table(report, f"7b. MQTT drain through RabbitMQ {rabbitmq_version()} (web-mqtt; its default "
+                 f"consumer prefetch of 10 unacknowledged messages): N = {n:,} QoS 1 messages of "
+                 f"~{MESSAGE_SIZE} B queued for the subject's persistent session, as in 7a",
+                 labels, results, "paho-mqtt")
+    report.targets([broker_target(results, "paho-mqtt", "MQTT (RabbitMQ)")])
+    report.note(
+        "RabbitMQ hands a QoS 1 subscription at most `mqtt.prefetch` (default 10) unacknowledged "
+        "messages and keeps to it. With Sync=batch chatlinkd acknowledges a message after the group "
+        "commit that holds it, and the disk thread commits on its SyncIntervalMSec (50 ms) timer even "
+        "when it is idle, so each window waits for the next tick: at most prefetch ÷ SyncIntervalMSec = "
+        "10 ÷ 50 ms = 200 msg/s, whatever the disk could do. paho acknowledges as each message arrives "
+        "and is bound by round trips only. One RabbitMQ for the table (plugins rabbitmq_mqtt and "
+        "rabbitmq_web_mqtt, guest/guest), each trial with its own client ids, so its own queue. N is "
+        "small because of that cap. chatlinkd's CPU here is mostly answering the GetStatus polls (every "
+        "2 ms for 20 s; in 7a 100,000 messages cost it about 0.3 s).")
+    report.load(load)
+
+
+def scenario_stomp(report: Report) -> None:
+    n = BROKER_N
+    lines_file = source.build_broker_lines(n, MESSAGE_SIZE, BLOBS)
+    subjects = (["chatlinkd"] if chatlinkd_knows("stomp") else []) + ["stomp.py", "drain"]
+    shutil.rmtree(RUN / "check-config", ignore_errors=True)
+    meter = LoadMeter()
+    t0 = time.monotonic()
+    unreaped = brokers.unreaped_cpu
+    broker = brokers.RabbitMQ(fresh("rabbitmq")).start()
+    report.progress(f"stomp: RabbitMQ ready in {time.monotonic() - t0:.0f} s")
+    results: dict[str, list[Trial]] = {s: [] for s in subjects}
+    try:
+        for rep, subject in interleaved(subjects, REPS):
+            trial = stomp_trial(subject, rep, n, lines_file, broker)
+            results[subject].append(trial)
+            v = trial.values
+            report.progress(f"stomp N={n} rep {rep + 1} {subject}: {v['rate']:,.0f} msg/s, {v['cpu']:.2f} CPU s, "
+                            f"{v['hwm']:.1f} MB, broker {v['broker_cpu']:.2f} CPU s, others {trial.others_percent:.0f}%")
+        broker_hwm = broker.hwm()
+    finally:
+        broker.stop()
+        shutil.rmtree(broker.work, ignore_errors=True)
+    load = meter.stop(extra=brokers.unreaped_cpu - unreaped)
+    broker_table(report, f"8. STOMP drain: N = {n:,} persistent messages of ~{MESSAGE_SIZE} B that RabbitMQ held "
+                 f"in a durable queue while nobody read it, time from the subject's connect until every message "
+                 f"is a line (chatlinkd: durable, fsynced, ACKed after the fsync; peer: written, no fsync)",
+                 STOMP_LABELS, results, "stomp.py")
+    if "chatlinkd" in results:
+        report.targets([broker_target(results, "stomp.py", "STOMP")])
+    else:
+        report.note("**chatlinkd not measured: this build has no Protocol=stomp** (`chatlinkd --check-config` "
+                    "refuses it); the peer's figure stands alone and the 5× target is not checked. Once "
+                    "Protocol=stomp is in, this scenario measures chatlinkd beside it with no change.")
+    peer_rate = median(t.values["rate"] for t in results["stomp.py"])
+    ceiling = median(t.values["rate"] for t in results["drain"])
+    report.note(
+        f"What the broker allows: the 5× target asks for {5 * peer_rate:,.0f} msgs/s, while RabbitMQ gave the "
+        f"drain-only baseline, which does nothing but ACK each message, {ceiling:,.0f} msgs/s "
+        f"({ceiling / peer_rate:.1f}× stomp.py) through web-stomp, using "
+        f"{median(t.values['broker_cpu'] for t in results['drain']):.1f} CPU s of the {NCPU} CPUs for it: "
+        f"on this machine the broker, not the client, bounds a STOMP drain.")
+    publish = median(t.values["publish_seconds"] for ts in results.values() for t in ts)
+    report.note(
+        f"One private RabbitMQ {rabbitmq_version()} for the scenario (web-stomp for chatlinkd, the plain "
+        f"STOMP listener for stomp.py; guest/guest, virtual host /), a fresh durable queue per trial: "
+        f"`peers/stomp_publish.py` sends the N messages to `/queue/bench-…` (persistent, pre-encoded "
+        f"SEND frames, a receipt every 1,000; median {publish:.1f} s, not timed), then the subject "
+        f"subscribes to it with `ack:client-individual` and no prefetch-count (the broker's default) and "
+        f"takes them. chatlinkd's time starts at the last GetStatus reply before its state was open and "
+        f"ends at the first with durable_seq = N; stomp.py's runs from its CONNECTED frame to its own clock "
+        f"after line N, each message written as a store-format line (line-buffered) and then ACKed. "
+        f"'broker CPU' is the Erlang VM's during the drain; its peak RSS over the scenario was "
+        f"{broker_hwm:.0f} MB.")
+    if "chatlinkd" in results:
+        st = results["chatlinkd"][0].values["status"]
+        report.note(f"chatlinkd's status after the drain: protocol {st.get('protocol')}, session {st.get('session')}, "
+                    f"subprotocol {st.get('subprotocol')}, received {st.get('received')}, connects {st.get('connects')}. "
+                    f"Its last record: `{results['chatlinkd'][0].values['tail'][:300]}`")
+    report.load(load)
+
+
+def mosquitto_version() -> str:
+    out = subprocess.run([brokers.MOSQUITTO, "-h"], capture_output=True, text=True).stdout
+    return out.split()[2] if out.startswith("mosquitto version") else "?"
+
+
+def rabbitmq_version() -> str:
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"], capture_output=True, text=True).stdout
+    return out.split("-")[0] or "?"
+
+
 # ==================================================================================== main
 
 SCENARIOS = [("inbound", scenario_inbound), ("latency", scenario_latency), ("outbound", scenario_outbound),
-             ("store", scenario_store), ("idle", scenario_idle), ("socketio", scenario_socketio)]
+             ("store", scenario_store), ("idle", scenario_idle), ("socketio", scenario_socketio),
+             ("mqtt", scenario_mqtt), ("stomp", scenario_stomp)]
 
 
 def describe() -> list[str]:
@@ -813,11 +1220,16 @@ def describe() -> list[str]:
                          capture_output=True, text=True).stdout.split()
     sio = ("python-socketio {} (python-engineio {}, aiohttp {})".format(*sio) if len(sio) == 3
            else "python-socketio not installed")
+    brokers_text = subprocess.run([PYTHON, "-c", versions.replace("SIO_PACKAGES", repr(BROKER_PACKAGES))],
+                                  capture_output=True, text=True).stdout.split()
+    brokers_text = (f"paho-mqtt {brokers_text[0]}, stomp.py {brokers_text[1]}" if len(brokers_text) == 2
+                    else "paho-mqtt/stomp.py not installed")
+    brokers_text += f"; Mosquitto {mosquitto_version()}, RabbitMQ {rabbitmq_version()}"
     return [
         f"commit {commit}{' with uncommitted changes under Sources/' if dirty else ''}; "
         f"{NCPU} × {model}; Linux {platform.release()}",
         f"{first_line([str(CHATLINKD), '--version'])} (release, scripts/build-release.sh: static Swift runtime, chatlinkctl a static PIE); "
-        f"{first_line(['swift', '--version'])}; {first_line(['go', 'version'])}; websockets {ws}; {sio}",
+        f"{first_line(['swift', '--version'])}; {first_line(['go', 'version'])}; websockets {ws}; {sio}; {brokers_text}",
         f"mode: {'QUICK (N ÷ 10)' if QUICK else 'full'}, {REPS} interleaved repetitions per figure",
     ]
 
@@ -841,7 +1253,7 @@ def main() -> int:
             failed.append(name)
             report.failure(name, error)
             stop_all()  # nothing of a failed scenario may run on into the next one
-    report.finish(meter.stop())
+    report.finish(meter.stop(extra=brokers.unreaped_cpu))
     return 1 if failed else 0
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: ChatLink's benchmark suite (issue 6), not part of `make test`.
 #
-#   bench/run.sh                  the full run (about 12 minutes on 2 cores)
-#   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 2 minutes
-#   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio)
+#   bench/run.sh                  the full run (about 15 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 3 minutes
+#   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio
+#                                 mqtt stomp)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
 #   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
 #
@@ -22,16 +23,29 @@ if [ ! -x "$python" ] || ! "$python" -c "import websockets, varlink" 2>/dev/null
   echo "bench: $repo/.venv lacks websockets/varlink; run scripts/setup.sh --test first" >&2
   exit 2
 fi
-# The Socket.IO peer (python-socketio's AsyncClient on aiohttp), pinned in bench/requirements.txt.
-if ! "$python" -c "import socketio, aiohttp" 2>/dev/null; then
-  echo "bench: installing the Socket.IO peer's packages (bench/requirements.txt) into .venv" >&2
+# The Socket.IO peer (python-socketio's AsyncClient on aiohttp) and the broker peers (paho-mqtt,
+# stomp.py), pinned in bench/requirements.txt.
+if ! "$python" -c "import socketio, aiohttp, paho.mqtt, stomp" 2>/dev/null; then
+  echo "bench: installing the Socket.IO and broker peers' packages (bench/requirements.txt) into .venv" >&2
   "$python" -m pip install -q --disable-pip-version-check -r bench/requirements.txt >&2 ||
-    echo "bench: could not install them; the socketio scenario will fail" >&2
+    echo "bench: could not install them; the socketio, mqtt and stomp scenarios will fail" >&2
 fi
+sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 if ! command -v go >/dev/null || [ ! -d /usr/share/gocode/src/github.com/gorilla/websocket ]; then
   echo "bench: installing the Go peer's packages (golang, golang-github-gorilla-websocket-dev)" >&2
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get install -y --no-install-recommends golang golang-github-gorilla-websocket-dev >&2
+fi
+# The brokers of the mqtt and stomp scenarios. The suite runs its own instances (bench/brokers.py);
+# while they install, a policy-rc.d that refuses keeps the packages' own services from starting.
+if [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/sbin/rabbitmq-server ]; then
+  echo "bench: installing the brokers (mosquitto, rabbitmq-server)" >&2
+  policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && made_policy=1
+  fi
+  $sudo apt-get install -y --no-install-recommends mosquitto rabbitmq-server >&2 ||
+    echo "bench: could not install them; the mqtt and stomp scenarios will fail" >&2
+  [ "$made_policy" = 0 ] || $sudo rm -f "$policy"
 fi
 
 echo "bench: building the release binaries as the package ships them, in .cache/bench/build" >&2

@@ -108,6 +108,27 @@ def socketio_messages(n: int, size: int):
         yield ('42["message",{"room_id":1,"n":%d,"text":"%s"}]' % (i, text)).encode()
 
 
+def broker_payloads(n: int, size: int):
+    """n JSON payloads `{"room_id":1,"n":i,"text":"#i …"}` of about `size` bytes, for the
+    broker scenarios (published to the broker, not framed here)."""
+    overhead = len('{"room_id":1,"n":0000000,"text":"#0000000 "}')
+    texts = chat_texts(size - overhead)
+    for i in range(n):
+        text = f"#{i:07d} {texts[i % 1000]}"[: size - overhead + 9]
+        yield ('{"room_id":1,"n":%d,"text":"%s"}' % (i, text)).encode()
+
+
+def build_broker_lines(n: int, size: int, directory: Path) -> Path:
+    """The broker scenarios' messages, one payload per line (cached), for their publishers."""
+    path = directory / f"brokerlines-v1-{n}-{size}.txt"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(b"".join(p + b"\n" for p in broker_payloads(n, size)))
+        os.replace(tmp, path)
+    return path
+
+
 def write_blob(path: Path, payloads, deflate: bool) -> Path:
     """Encodes payloads into one blob of frames at path (cached: an existing one is kept)."""
     if path.exists():
