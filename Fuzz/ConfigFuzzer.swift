@@ -324,8 +324,65 @@ let settingKeys: [(section: String, key: String)] = [
   ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
   ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
   ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
-  ("Daemon", "LogLevel"),
+  ("Daemon", "LogLevel"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
+  ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
+  ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
+  ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
+  ("STOMP", "HeartBeatMSec"),
 ] + envelopeFields.keys.sorted().map { ("Envelope", $0) }
+
+/// An integer in `range`, as Swift reads one (an optional sign, then digits).
+func refInteger(_ text: String, _ range: ClosedRange<Int>) -> Int? {
+  guard let value = Int(text), range.contains(value) else { return nil }
+  return value
+}
+
+/// [SocketIO], [MQTT] and [STOMP], as chatlinkd.conf(5) describes them.
+func referenceDialect(_ a: RefAssignment, to c: inout Configuration) -> Applied {
+  let v = a.value
+  let scalars = Array(v.unicodeScalars)
+  func set<T>(_ value: T?, _ apply: (T) -> Void) -> Applied {
+    guard let value else { return .invalid }
+    apply(value)
+    return .ok
+  }
+  switch (a.section, a.key) {
+  case ("SocketIO", "Namespace"):
+    let ok =
+      scalars.first == "/" && v.utf8.count <= 256
+      && !scalars.contains { $0.value <= 0x20 || $0 == "," || $0.value == 0x7F }
+    return set(ok ? v : nil) { c.socketIONamespace = $0 }
+  case ("SocketIO", "Auth"):
+    let value = try? JSONValue.parse(v.isEmpty ? "{}" : v)
+    return set(value?.objectValue != nil ? value : nil) { c.socketIOAuth = $0 }
+  case ("MQTT", "Version"):
+    let version: MQTTVersion? =
+      ["5", "5.0"].contains(v) ? .v5 : ["3.1.1", "311", "4"].contains(v) ? .v311 : nil
+    return set(version) { c.mqttVersion = $0 }
+  case ("MQTT", "ClientID"):
+    guard v.utf8.count <= 65535, !scalars.contains(where: { $0.value < 0x20 }) else {
+      return .invalid
+    }
+    c.mqttClientID = v.isEmpty ? nil : v
+  case ("MQTT", "CleanStart"): return set(boolean(v)) { c.mqttCleanStart = $0 }
+  case ("MQTT", "SessionExpirySec"):
+    return set(refInteger(v, 0...4_294_967_295)) { c.mqttSessionExpiry = .seconds($0) }
+  case ("MQTT", "KeepAliveSec"): return set(refInteger(v, 1...65535)) { c.mqttKeepAlive = .seconds($0) }
+  case ("MQTT", "Username"): c.mqttUsername = v.isEmpty ? nil : v
+  case ("MQTT", "QoS"): return set(refInteger(v, 0...1)) { c.mqttQoS = UInt8($0) }
+  case ("MQTT", "TopicPrefix"):
+    return set(scalars.contains { $0 == "+" || $0 == "#" } ? nil : v) { c.mqttTopicPrefix = $0 }
+  case ("STOMP", "VirtualHost"):
+    guard !scalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return .invalid }
+    c.stompVirtualHost = v.isEmpty ? "/" : v
+  case ("STOMP", "Username"): c.stompUsername = v.isEmpty ? nil : v
+  case ("STOMP", "HeartBeatMSec"):
+    let value = refInteger(v, 0...3_600_000).flatMap { $0 == 0 || $0 >= 100 ? $0 : nil }
+    return set(value) { c.stompHeartBeat = .milliseconds($0) }
+  default: return .unknownKey
+  }
+  return .ok
+}
 
 func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
   let v = a.value
@@ -424,6 +481,8 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     case "SocketGroup": return set(v.isEmpty ? nil : v) { c.socketGroup = $0 }
     default: return .unknownKey
     }
+  case "SocketIO", "MQTT", "STOMP":
+    return referenceDialect(a, to: &c)
   case "Daemon":
     guard a.key == "LogLevel" else { return .unknownKey }
     return set(logLevels.contains(v.lowercased()) ? v.lowercased() : nil) { c.logLevel = $0 }

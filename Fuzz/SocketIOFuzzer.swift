@@ -20,7 +20,7 @@
 //  - a record whose scan says JSON is valid JSON, on one line when it says so, and within
 //    the embedding depth; an event record is an object {"event": string, "args": array};
 //  - a record's room is a JSON number or string;
-//  - an acknowledgement is `43` + namespace + digits + `[]`;
+//  - an acknowledgement is `43` + the event's namespace + digits + `[]`;
 //  - delivered and failed counts are counts of messages sent, each settled at most once;
 //  - replies are `3` or the namespace connect;
 //  - storedForm of every encoded message is a JSON object on one line.
@@ -127,11 +127,15 @@ struct Session {
   }
 
   func checkAcknowledgement(_ ack: Message) {
+    // `43`, the namespace the event came in (`/…,`, or none for `/`), the id, `[]`.
     let text = ack.text ?? ""
-    let prefix = "43" + (namespace == "/" ? "" : namespace + ",")
-    require(text.hasPrefix(prefix) && text.hasSuffix("[]"), "ack \(text)")
-    let digits = text.dropFirst(prefix.count).dropLast(2)
-    require(!digits.isEmpty && digits.allSatisfy(\.isNumber), "ack id in \(text)")
+    require(text.hasPrefix("43") && text.hasSuffix("[]"), "ack \(text)")
+    var rest = text.dropFirst(2).dropLast(2)
+    if rest.first == "/" {
+      guard let comma = rest.lastIndex(of: ",") else { return require(false, "ack \(text)") }
+      rest = rest[rest.index(after: comma)...]
+    }
+    require(!rest.isEmpty && rest.allSatisfy { $0.isASCII && $0.isNumber }, "ack id in \(text)")
   }
 }
 

@@ -23,7 +23,7 @@ public enum ChatLinkInterface {
       text: string,
       # The backend URL, without credentials.
       url: string,
-      # envelope, raw or socketio.
+      # envelope, raw, socketio, mqtt or stomp.
       protocol: string,
       rooms: []string,
       subprotocol: ?string,

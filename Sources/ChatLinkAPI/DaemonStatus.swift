@@ -41,7 +41,7 @@ public struct DaemonStatus: JSONRepresentable {
   public var text: String
   /// The backend URL, without credentials.
   public var url: String
-  /// The backend protocol: envelope, raw or socketio.
+  /// The backend protocol: envelope, raw, socketio, mqtt or stomp.
   public var `protocol`: String
   /// The rooms joined, in join order.
   public var rooms: [String]

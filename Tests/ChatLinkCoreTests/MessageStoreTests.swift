@@ -261,6 +261,29 @@ final class MessageStoreTests: XCTestCase {
   /// The store writes one chunk at a time. Once the next chunk is full while the disk still
   /// writes the last, it asks its producer to pause (`isBehind`) instead of growing, and lets
   /// it go on once that chunk is with the disk; nothing appended meanwhile is lost.
+  func testRecordsWhoseAcknowledgementsWaitAreSyncedAsSoonAsTheDiskIsFree() throws {
+    let store = try MessageStore(
+      loop: loop, disk: disk,
+      options: MessageStore.Options(directory: dir.path, sync: .batch, syncInterval: .seconds(5)))
+    var durable: UInt64 = 0
+    var waiting = true
+    store.onDurable = { durable = $0 }
+    store.acknowledgementsWaiting = { waiting }
+    let start = loop.now
+    store.append(direction: .inbound, room: nil, payload: .text(Array("first".utf8)))
+    try spin(loop) { durable == 1 }
+    store.append(direction: .inbound, room: nil, payload: .text(Array("second".utf8)))
+    try spin(loop) { durable == 2 }
+    XCTAssertLessThan(loop.now - start, 1_000_000, "not held for the 5 s interval")
+    // Nothing waits: the interval applies again.
+    waiting = false
+    store.append(direction: .inbound, room: nil, payload: .text(Array("third".utf8)))
+    let quiet = loop.now
+    while loop.now - quiet < 300_000 { try loop.runOnce(timeout: 50_000) }
+    XCTAssertEqual(durable, 2, "a record nobody waits for is synced at the interval")
+    XCTAssertEqual(seqs(), [1, 2, 3])
+  }
+
   func testTheStoreIsBehindOnlyWhileTheNextChunkIsFullAndTheDiskIsBusy() throws {
     let store = try open(sync: .none)
     // Hold the disk thread, so that the first chunk stays in flight.

@@ -265,7 +265,7 @@ public enum ConfigLoader {
         c.mqttCleanStart = value
       },
       "SessionExpirySec": { (c, v) throws(ValueError) in
-        guard let value = UInt32(v) else {
+        guard let value = Int(v), (0...4_294_967_295).contains(value) else {
           throw ValueError(message: "'\(v)' is not a number of seconds (0 to 4294967295)")
         }
         c.mqttSessionExpiry = .seconds(value)
@@ -278,10 +278,10 @@ public enum ConfigLoader {
       },
       "Username": { (c, v) throws(ValueError) in c.mqttUsername = v.isEmpty ? nil : v },
       "QoS": { (c, v) throws(ValueError) in
-        guard let value = UInt8(v), value <= 1 else {
+        guard let value = Int(v), (0...1).contains(value) else {
           throw ValueError(message: "'\(v)' is not 0 or 1")
         }
-        c.mqttQoS = value
+        c.mqttQoS = UInt8(value)
       },
       "TopicPrefix": { (c, v) throws(ValueError) in
         guard !v.contains(where: { $0 == "+" || $0 == "#" }) else {

@@ -97,6 +97,7 @@ public final class BackendLink: WebSocketClientDelegate {
     outbox.onEnqueued = { [weak self] in self?.offerOutbox() }
     store.onWritten = { [weak self] in self?.checkBackpressure() }
     store.onDurable = { [weak self] seq in self?.sendAcknowledgements(through: seq) }
+    store.acknowledgementsWaiting = { [weak self] in (self?.acknowledgements.count ?? 0) > 0 }
   }
 
   // MARK: Commands

@@ -217,6 +217,13 @@ public final class MessageStore {
   }
 
   private var forceSync = false
+  /// Whether the backend waits for acknowledgements of records not yet durable. Under
+  /// Sync=batch those records are then synced as soon as the disk is free, not at the next
+  /// interval: a broker sends only a window of unacknowledged messages (RabbitMQ's prefetch,
+  /// MQTT's receive maximum), so waiting for the timer would cap inbound at one window per
+  /// SyncIntervalMSec. The interval stays the longest wait; group commit still happens, since
+  /// records arriving during one fsync share the next.
+  public var acknowledgementsWaiting: () -> Bool = { false }
   /// After a failed write, the next attempt waits for the retry timer (once a second), not
   /// for the next record: a full disk must not cost a failing write per inbound message.
   private var retryPending = false
@@ -229,7 +236,10 @@ public final class MessageStore {
     switch options.sync {
     case .always: sync = true
     case .none: sync = false
-    case .batch: sync = unsynced && (forceSync || now >= lastSync + options.syncInterval)
+    case .batch:
+      sync =
+        unsynced
+        && (forceSync || now >= lastSync + options.syncInterval || acknowledgementsWaiting())
     }
     if forceSync && options.sync != .none { sync = true }
     guard !buffer.isEmpty || sync else {
@@ -300,7 +310,9 @@ public final class MessageStore {
       drainWaiters = []
       for waiter in waiters { waiter() }
     }
-    if !buffer.isEmpty || (!drainWaiters.isEmpty) {
+    if !buffer.isEmpty || !drainWaiters.isEmpty
+      || (writtenSeq > durableSeq && options.sync == .batch && acknowledgementsWaiting())
+    {
       if !drainWaiters.isEmpty { forceSync = true }
       flush()
     } else if options.sync == .batch && writtenSeq > durableSeq {
