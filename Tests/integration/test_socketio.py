@@ -514,6 +514,9 @@ def test_an_auth_that_is_not_a_json_object_is_refused_at_start(make_daemon, make
     except subprocess.TimeoutExpired:
         pytest.fail(f"chatlinkd started with Auth={auth}: {d.log_text()}")
     assert rc != 0
+    # The exit can be seen before the stderr reader has taken the last lines.
+    if d._reader:
+        d._reader.join(5)
     assert "Auth" in d.log_text(), d.log_text()
     assert not server.state()["eio"], "connected with an invalid Auth="
 

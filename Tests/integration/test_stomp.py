@@ -595,6 +595,10 @@ def test_broker_restarted_during_sends_every_acknowledged_send_arrives_in_order(
     assert d.status()["connects"] >= 2
 
 
+@pytest.mark.skip(reason="needs an fsync held open: under Sync=batch, records whose acknowledgement "
+                  "the broker waits for are now synced at once (MessageStore.acknowledgementsWaiting; "
+                  "the unit test BackendLinkTests holds the disk instead); to return on issue 16's "
+                  "lazy FUSE filesystem, which can hold an fsync")
 def test_ack_waits_for_fsync_so_a_kill_before_it_means_redelivery(make_daemon, rabbitmq, peers, ns):
     """Messages stored but not yet fsynced (Sync=batch, a 3 s group commit) are not ACKed:
     after a kill -9 the broker delivers them again (redelivered:true) and they are stored
