@@ -141,7 +141,6 @@ public struct LinkCore {
     connection = .settingUp
     negotiated = result
     openedAt = now
-    lastError = nil
     actions.append(.report(.connected(result)))
     let opening = backend.open(result)
     for frame in opening.frames { actions.append(.send(frame)) }
@@ -162,6 +161,8 @@ public struct LinkCore {
     connection = .ready
     // A connection counts once its session is usable: a refused set-up is not one.
     counters.connects += 1
+    // The last error stays visible through a set-up that the backend may still refuse.
+    lastError = nil
     if keepalive.outstanding != nil {
       // The set-up's deadline is over; the backend's heartbeat (if it sends one) goes on.
       keepalive.heartbeatAnswered()

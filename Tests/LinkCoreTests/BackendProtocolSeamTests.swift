@@ -137,6 +137,21 @@ final class BackendProtocolSeamTests: XCTestCase {
     XCTAssertEqual(link.core.lastDisconnect?.reason, "the backend refused the session: bad token")
   }
 
+  /// A status read between the upgrade and the backend's answer must still say why the last
+  /// attempt failed: only a usable session clears the error.
+  func testTheLastErrorStaysVisibleUntilASessionIsReady() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("DENIED bad token")))
+    link.on(.ended(closed(.normalClosure, by: .local)))
+    link.on(.timerFired(.retry))
+    link.on(.upgraded(handshake()))
+    XCTAssertEqual(link.core.lastError, "the backend refused the session: bad token")
+    link.on(.message(text("WELCOME")))
+    XCTAssertNil(link.core.lastError)
+  }
+
   func testEveryConnectionStartsTheDialectAfresh() {
     var link = Harness(backend: HandshakingDialect())
     link.on(.start)
