@@ -57,6 +57,9 @@ public protocol BackendProtocol {
   mutating func read(_ message: Message) -> ProtocolReading
   /// What the store's "out" record keeps of a frame `encode` made.
   func storedForm(of frame: Message) -> Message
+  /// Why the backend refused us, read from a close it sent before the session was ready
+  /// (brokers may hang up on bad credentials without an answer of the protocol's own).
+  func refusal(closedDuringSetUp info: CloseInfo) -> String
 }
 
 extension BackendProtocol {
@@ -68,6 +71,9 @@ extension BackendProtocol {
   public var maxInFlight: Int? { nil }
   public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
+  public func refusal(closedDuringSetUp info: CloseInfo) -> String {
+    "the backend closed the connection during its set-up: \(info)"
+  }
   public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
     ProtocolOpening(frames: [], ready: true)
   }

@@ -26,6 +26,10 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
   case closed(CloseInfo)
   /// The backend protocol refused the session after the upgrade (its own handshake).
   case sessionRefused(String)
+  /// The backend closed normally soon after the session opened, before the connection counted
+  /// as stable: a server that accepts and hangs up at once (e.g. a broker that drops a session
+  /// whose subscription it refuses, without saying why) must not be reconnected to in a loop.
+  case closedEarly(CloseInfo, after: Duration)
   /// The backend broke its protocol's rules (a malformed packet): nothing after it can be
   /// trusted, so the connection ended.
   case protocolViolation(String)
@@ -42,6 +46,10 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
     case .timedOut(let phase, let after): "timed out after \(after.secondsText) s while \(phase)"
     case .closed(let info): "\(info)"
     case .sessionRefused(let reason): "the backend refused the session: \(reason)"
+    case .closedEarly(let info, let after):
+      "the backend closed the connection "
+        + (after < .milliseconds(100) ? "as soon as" : "\(after.secondsText) s after")
+        + " the session opened: \(info)"
     case .protocolViolation(let reason): "the backend broke its protocol: \(reason)"
     case .cancelled: "cancelled"
     }
@@ -50,6 +58,7 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
   /// The close code, when the connection ended with a close frame.
   public var closeCode: Int? {
     if case .closed(let info) = self { return Int(info.code.rawValue) }
+    if case .closedEarly(let info, _) = self { return Int(info.code.rawValue) }
     return nil
   }
 }

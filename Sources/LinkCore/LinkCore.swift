@@ -57,6 +57,8 @@ public struct LinkCore {
   /// The rooms from Rooms=, as distinct from rooms joined at run time.
   var configuredRooms: [RoomID]
   var openedAt: MonotonicInstant?
+  /// When the dialect's session became usable on this connection.
+  var readyAt: MonotonicInstant?
   var started = false
   var stopping = false
   /// What the connection's end will be reported as when we end it ourselves (a refused
@@ -159,6 +161,7 @@ public struct LinkCore {
   mutating func sessionReady(now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard connection == .settingUp else { return }
     connection = .ready
+    readyAt = now
     // A connection counts once its session is usable: a refused set-up is not one.
     counters.connects += 1
     // The last error stays visible through a set-up that the backend may still refuse.
@@ -181,13 +184,36 @@ public struct LinkCore {
     _ reported: ConnectionOutcome, now: MonotonicInstant, _ actions: inout [LinkAction]
   ) {
     guard connection != nil else { return }
-    let outcome = endingBecause ?? reported
+    let outcome = endingBecause ?? inPhase(reported, now: now)
     connectionEnded(now: now, &actions)
     if stopping {
       finishStop(&actions)
       return
     }
     scheduleReconnect(after: outcome, &actions)
+  }
+
+  /// A close by the backend read with where the connection was: during the dialect's set-up
+  /// it is a refusal (unless the server said it is restarting or failing), and a normal close
+  /// soon after the session opened is a failure, not a polite goodbye.
+  private func inPhase(_ outcome: ConnectionOutcome, now: MonotonicInstant) -> ConnectionOutcome {
+    guard case .closed(let info) = outcome, case .peer = info.initiator else { return outcome }
+    switch connection {
+    case .settingUp:
+      switch info.code {
+      case .goingAway, .serviceRestart, .tryAgainLater, .internalServerError, .badGateway:
+        return outcome
+      default:
+        return .sessionRefused(backend.refusal(closedDuringSetUp: info))
+      }
+    case .ready:
+      guard info.code == .normalClosure, let readyAt, now - readyAt < settings.stableAfter else {
+        return outcome
+      }
+      return .closedEarly(info, after: now - readyAt)
+    default:
+      return outcome
+    }
   }
 
   /// Everything of the connection that must not outlive it.
@@ -206,6 +232,7 @@ public struct LinkCore {
     ledger.reset()
     if let openedAt, now - openedAt >= settings.stableAfter { backoff.reset() }
     openedAt = nil
+    readyAt = nil
   }
 
   /// Chooses the delay before the next attempt from how the connection ended.

@@ -64,7 +64,7 @@ public enum ReconnectPolicy {
     case .handshakeFailed(let error):
       return Rule(delay: .backoff, problem: "handshake failed: \(error)")
     case .certificateRejected, .resolutionFailed, .tlsFailed, .connectionFailed, .timedOut,
-      .protocolViolation:
+      .protocolViolation, .closedEarly:
       return Rule(delay: .backoff, problem: outcome.description)
     case .closed(let info):
       return closeRule(info)

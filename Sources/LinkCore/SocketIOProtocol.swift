@@ -131,6 +131,13 @@ public struct SocketIOProtocol: BackendProtocol {
     return out
   }
 
+  /// A server may hang up instead of answering the namespace connect (a middleware that
+  /// rejects the handshake).
+  public func refusal(closedDuringSetUp info: CloseInfo) -> String {
+    "the Socket.IO server closed the connection before the namespace connect (\(info)); "
+      + "check [SocketIO] Namespace=, Auth= and TokenFile="
+  }
+
   /// `{"event":"send-message","args":[{…}]}` from `42<id>["send-message",{…}]`.
   public func storedForm(of frame: Message) -> Message {
     guard case .text(let bytes) = frame,

@@ -152,6 +152,68 @@ final class BackendProtocolSeamTests: XCTestCase {
     XCTAssertNil(link.core.lastError)
   }
 
+  func testAPeerCloseDuringTheSetUpIsARefusalRetriedSlowlyWithTheDialectsText() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    let lines = link.on(.ended(closed(.protocolError, "unauthenticated")))
+    XCTAssertTrue(lines.contains("arm retry 60"), "the longest wait, as for HTTP 401: \(lines)")
+    XCTAssertEqual(
+      link.core.lastError,
+      "the backend refused the session: the backend closed the connection during its set-up: "
+        + "1002 (protocol error) \"unauthenticated\", closed by the peer")
+    XCTAssertEqual(link.core.failures, 0)
+    XCTAssertEqual(link.core.counters.connects, 0)
+  }
+
+  func testAServerRestartingDuringTheSetUpIsNotARefusal() {
+    for code in [CloseCode.goingAway, .serviceRestart, .internalServerError] {
+      var link = Harness(backend: HandshakingDialect())
+      link.on(.start)
+      link.on(.upgraded(handshake()))
+      let lines = link.on(.ended(closed(code)))
+      XCTAssertFalse(lines.contains("arm retry 60"), "\(code): \(lines)")
+      XCTAssertNil(link.core.lastError, "\(code)")
+    }
+  }
+
+  func testANormalCloseSoonAfterTheSessionOpenedBacksOffAndSaysSo() {
+    var link = Harness(backend: HandshakingDialect(), reconnect: (.seconds(1), .seconds(8)))
+    link.on(.start)
+    for attempt in 1...3 {
+      link.on(.upgraded(handshake()))
+      link.on(.message(text("WELCOME")))
+      link.advance(.milliseconds(20))
+      link.on(.ended(closed(.normalClosure, "STOMP died")))
+      XCTAssertEqual(link.core.failures, attempt, "each early close counts as a failure")
+      link.on(.timerFired(.retry))
+    }
+    XCTAssertEqual(
+      link.core.lastError,
+      "the backend closed the connection as soon as the session opened: "
+        + "1000 (normal closure) \"STOMP died\", closed by the peer")
+    XCTAssertEqual(link.core.lastDisconnect?.code, 1000)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    link.advance(.milliseconds(2500))
+    link.on(.ended(closed(.normalClosure)))
+    XCTAssertEqual(
+      link.core.lastError,
+      "the backend closed the connection 2.5 s after the session opened: "
+        + "1000 (normal closure), closed by the peer")
+  }
+
+  func testANormalCloseOfAStableSessionReconnectsSoonWithoutAFailure() {
+    var link = Harness(backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    link.advance(.seconds(30))
+    link.on(.ended(closed(.normalClosure)))
+    XCTAssertEqual(link.core.failures, 0)
+    XCTAssertNil(link.core.lastError)
+  }
+
   func testEveryConnectionStartsTheDialectAfresh() {
     var link = Harness(backend: HandshakingDialect())
     link.on(.start)

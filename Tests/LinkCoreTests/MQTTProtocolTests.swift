@@ -68,6 +68,18 @@ final class MQTTProtocolTests: XCTestCase {
     }
   }
 
+  func testABrokerThatHangsUpBeforeConnackIsARefusalOfTheCredentials() {
+    var link = Harness(rooms: [], backend: adapter())
+    link.open()
+    let lines = link.on(.ended(closed(.protocolError, "unauthenticated")))
+    XCTAssertTrue(lines.contains("arm retry 60"), "\(lines)")
+    XCTAssertEqual(
+      link.core.lastError,
+      "the backend refused the session: the MQTT broker closed the connection before CONNACK "
+        + "(1002 (protocol error) \"unauthenticated\", closed by the peer); "
+        + "check [MQTT] Username= and TokenFile=")
+  }
+
   func testRoomsAreSubscribedAndARefusedSubscriptionIsReported() {
     var adapter = connected()
     guard case .subscribe(let id, let filters, _)? = packets(adapter.join(RoomID("chat/#")!)).first

@@ -147,6 +147,18 @@ final class STOMPLinkTests: XCTestCase {
         + "Bad CONNECT: Access refused for user 'u'; check [STOMP] Username= and TokenFile=")
   }
 
+  func testAServerThatHangsUpBeforeConnectedIsARefusal() {
+    var link = link()
+    link.open()
+    let lines = link.on(.ended(closed(.normalClosure)))
+    XCTAssertTrue(lines.contains("arm retry 60"), "\(lines)")
+    XCTAssertEqual(
+      link.core.lastError,
+      "the backend refused the session: the STOMP server closed the connection before CONNECTED "
+        + "(1000 (normal closure), closed by the peer); "
+        + "check [STOMP] Username=, VirtualHost= and TokenFile=")
+  }
+
   func testAnErrorAfterTheSetUpEndsTheConnectionWithItsTextAndBacksOff() {
     var link = ready()
     link.on(server(.receipt, [("receipt-id", "sub-1")]))

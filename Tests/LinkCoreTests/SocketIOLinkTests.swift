@@ -115,6 +115,19 @@ final class SocketIOLinkTests: XCTestCase {
       link.core.lastDisconnect?.reason ?? "")
   }
 
+  func testAServerThatHangsUpBeforeTheNamespaceConnectIsARefusal() {
+    var link = link()
+    link.open()
+    link.on(.message(text(Self.openPacket)))
+    let lines = link.on(.ended(closed(.policyViolation, "no")))
+    XCTAssertTrue(lines.contains("arm retry 60"), "\(lines)")
+    XCTAssertEqual(
+      link.core.lastError?.hasPrefix(
+        "the backend refused the session: the Socket.IO server closed the connection before "
+          + "the namespace connect (1008 (policy violation) \"no\", closed by the peer)"),
+      true, link.core.lastError ?? "")
+  }
+
   func testAConnectErrorIsARefusalRetriedSlowly() {
     var link = link()
     link.open()

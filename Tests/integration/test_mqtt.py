@@ -378,16 +378,14 @@ def test_wrong_credentials_are_refused_clearly_retried_slowly_and_lose_nothing(m
     assert d.token not in d.log_text()
 
 
-@pytest.mark.xfail(strict=True, reason="daemon: a WebSocket close before CONNACK (RabbitMQ web-mqtt's 1002 "
-                   "'unauthenticated' for bad credentials) leaves last_error empty and is retried with "
-                   "the ordinary backoff from ReconnectMinSec, not as a refusal at ReconnectMaxSec")
 @on("rabbitmq-3.1.1")
 def test_rabbitmq_refusal_is_reported_in_last_error_and_retried_at_reconnect_max_sec(make_daemon, broker, peers):
     hi = 1.5
     d, _, gaps = refused_connect(make_daemon, broker, peers, hi)
     error = d.status().get("last_error") or ""
     print(f"gaps between attempts {gaps}; last_error {error!r}")
-    assert "unauthenticated" in error
+    assert "unauthenticated" in error and "before CONNACK" in error, error
+    assert "check [MQTT] Username= and TokenFile=" in error, error
     assert all(g >= hi - 0.1 for g in gaps), f"retried faster than ReconnectMaxSec={hi}: {gaps}"
 
 

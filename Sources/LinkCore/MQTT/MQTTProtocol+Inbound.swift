@@ -159,7 +159,7 @@ extension MQTTProtocol {
     case 1, 0x84: text = "the broker does not speak this MQTT version (set [MQTT] Version=)"
     case 2, 0x85: text = "the broker refused the client id (set [MQTT] ClientID=)"
     case 3, 0x88, 0x89: text = "the broker is unavailable"
-    case 4, 0x86: text = "bad user name or password; check Username= and TokenFile="
+    case 4, 0x86: text = "bad user name or password; check [MQTT] Username= and TokenFile="
     case 5, 0x87: text = "not authorized"
     case 0x8A: text = "this client is banned"
     default: text = reason(code, nil)

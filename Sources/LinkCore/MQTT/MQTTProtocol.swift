@@ -170,6 +170,13 @@ public struct MQTTProtocol: BackendProtocol {
 
   public mutating func heartbeat() -> Message? { frame(.pingreq) }
 
+  /// A broker may hang up on bad credentials instead of answering CONNACK (RabbitMQ's
+  /// web-mqtt closes with 1002 "unauthenticated").
+  public func refusal(closedDuringSetUp info: CloseInfo) -> String {
+    "the MQTT broker closed the connection before CONNACK (\(info)); "
+      + "check [MQTT] Username= and TokenFile="
+  }
+
   func frame(_ packet: MQTTPacket) -> Message {
     .binary(encoder.encode(packet))
   }

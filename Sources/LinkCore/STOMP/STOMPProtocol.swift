@@ -165,6 +165,12 @@ public struct STOMPProtocol: BackendProtocol {
     return .text(sent.body)
   }
 
+  /// A server may hang up on a CONNECT it refuses without an ERROR frame.
+  public func refusal(closedDuringSetUp info: CloseInfo) -> String {
+    "the STOMP server closed the connection before CONNECTED (\(info)); "
+      + "check [STOMP] Username=, VirtualHost= and TokenFile="
+  }
+
   /// An EOL, while the server sends heart-beats of its own and wants ours: the core then
   /// sends it every interval and expects no answer. Otherwise nil: WebSocket pings probe.
   public mutating func heartbeat() -> Message? {
