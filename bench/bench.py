@@ -808,7 +808,7 @@ MQTT_LABELS = {
 }
 MQTT_TOPIC, MQTT_FILTER = "bench/1", "bench/#"
 STOMP_LABELS = {
-    "chatlinkd": "chatlinkd (Protocol=stomp: STOMP 1.2 over web-stomp, Sync=batch, ACK after fsync)",
+    "chatlinkd": "chatlinkd (Protocol=stomp: STOMP 1.2 over web-stomp, Compression=no, Sync=batch, ACK after fsync)",
     "stomp.py": "stomp.py subscriber (STOMP 1.2 over TCP, ACK on receipt)",
     "drain": "drain-only baseline (raw STOMP 1.2 over web-stomp: ACKs, stores nothing)",
 }
@@ -972,7 +972,8 @@ def stomp_trial(subject: str, rep: int, n: int, lines_file: Path, broker: "broke
         token = work / "token"
         token.write_text("guest\n")
         daemon = Chatlinkd(work / "chatlinkd", broker.ws_url,
-                           Backend={"Protocol": "stomp", "Rooms": destination, "TokenFile": token},
+                           Backend={"Protocol": "stomp", "Rooms": destination, "TokenFile": token,
+                                    "Compression": os.environ.get("BENCH_STOMP_DEFLATE", "no")},
                            STOMP={"Username": "guest", "VirtualHost": "/"}, Store={"Sync": "batch"})
         proc, connected, done, status = drain_chatlinkd(daemon, n, timeout)
         files, newest = sorted(daemon.store.glob("messages.jsonl*")), daemon.store / "messages.jsonl"
@@ -1175,6 +1176,9 @@ def scenario_stomp(report: Report) -> None:
         f"takes them. chatlinkd's time starts at the last GetStatus reply before its state was open and "
         f"ends at the first with durable_seq = N; stomp.py's runs from its CONNECTED frame to its own clock "
         f"after line N, each message written as a store-format line (line-buffered) and then ACKed. "
+        f"chatlinkd runs with Compression=no, as the peers do not compress either: with permessage-deflate "
+        f"(chatlinkd's default; BENCH_STOMP_DEFLATE=yes measures it) RabbitMQ deflates every MESSAGE frame, "
+        f"which costs the broker CPU that a broker-bound drain has none of to spare. "
         f"'broker CPU' is the Erlang VM's during the drain; its peak RSS over the scenario was "
         f"{broker_hwm:.0f} MB.")
     if "chatlinkd" in results:
