@@ -69,7 +69,8 @@ let package = Package(
       swiftSettings: strict),
 
     .executableTarget(
-      name: "chatlinkd", dependencies: ["ChatLinkCore", "EventLoop"], swiftSettings: strict),
+      name: "chatlinkd", dependencies: ["ChatLinkCore", "ChatLinkAPI", "EventLoop"],
+      swiftSettings: strict),
     .executableTarget(
       name: "chatlinkctl", dependencies: ["ChatLinkCommands"], swiftSettings: strict),
     .executableTarget(

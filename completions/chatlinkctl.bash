@@ -7,6 +7,16 @@ _chatlinkctl_rooms() {
   chatlinkctl "${socket[@]}" rooms 2>/dev/null
 }
 
+_chatlinkctl_instances() {
+  # The instances whose control sockets exist (chatlinkd@NAME: /run/chatlink/NAME.sock).
+  local f
+  for f in /run/chatlink/*.sock; do
+    [[ -S $f && $f != /run/chatlink/control.sock ]] || continue
+    f=${f##*/}
+    printf '%s\n' "${f%.sock}"
+  done
+}
+
 _chatlinkctl() {
   local cur prev words cword
   if declare -F _init_completion >/dev/null; then
@@ -18,17 +28,19 @@ _chatlinkctl() {
     cword=$COMP_CWORD
   fi
 
-  local verbs="status send join leave rooms history follow reconnect ping help"
-  local globals="--socket --json --help -h"
+  local verbs="status send join leave rooms history follow reconnect ping instances help"
+  local globals="--socket --instance -i --json --help -h"
 
   # The verb is the first word that is neither an option nor an option's value; remember
-  # --socket so dynamic completions ask the same daemon.
+  # --socket or --instance so dynamic completions ask the same daemon.
   local verb="" i socket=()
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
       --socket) socket=(--socket "${words[i + 1]}"); ((i++)) ;;
       --socket=*) socket=("${words[i]}") ;;
-      --room | --id | --since | --limit) ((i++)) ;;
+      --instance | -i) socket=(--instance "${words[i + 1]}"); ((i++)) ;;
+      --instance=*) socket=("${words[i]}") ;;
+      --room | --id | --since | --limit | --runtime-directory | --timeout) ((i++)) ;;
       -*) ;;
       *) if [[ -z $verb ]]; then verb=${words[i]}; fi ;;
     esac
@@ -45,7 +57,15 @@ _chatlinkctl() {
       mapfile -t COMPREPLY < <(compgen -W "$(_chatlinkctl_rooms "${socket[@]}")" -- "$cur")
       return
       ;;
-    --id | --since | --limit) return ;;
+    --instance | -i)
+      mapfile -t COMPREPLY < <(compgen -W "$(_chatlinkctl_instances)" -- "$cur")
+      return
+      ;;
+    --runtime-directory)
+      mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      return
+      ;;
+    --id | --since | --limit | --timeout) return ;;
   esac
   if [[ $cur == --socket=* ]]; then
     mapfile -t COMPREPLY < <(compgen -f -- "${cur#--socket=}")
@@ -60,6 +80,7 @@ _chatlinkctl() {
     join | leave | rooms | reconnect | ping) options=$globals ;;
     history) options="$globals --room --since --limit" ;;
     follow) options="$globals --room" ;;
+    instances) options="$globals --runtime-directory --timeout" ;;
     help)
       mapfile -t COMPREPLY < <(compgen -W "${verbs% help}" -- "$cur")
       return

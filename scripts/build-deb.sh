@@ -22,7 +22,14 @@ install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/
 
 install -m 0755 "$bin/chatlinkd" "$bin/chatlinkctl" "$stage/usr/bin/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/chatlinkd" "$stage/usr/bin/chatlinkctl"
-install -m 0644 packaging/chatlinkd.service packaging/chatlinkd.socket "$stage/lib/systemd/system/"
+for f in "$stage"/usr/bin/*; do
+  if readelf -d "$f" | grep -E '\((RPATH|RUNPATH)\)' >/dev/null; then
+    echo "build-deb: $f carries an RPATH/RUNPATH (Debian policy 10.2)" >&2
+    exit 1
+  fi
+done
+install -m 0644 packaging/chatlinkd.service packaging/chatlinkd.socket \
+  packaging/chatlinkd@.service packaging/chatlinkd@.socket "$stage/lib/systemd/system/"
 install -m 0644 packaging/sysusers-chatlink.conf "$stage/usr/lib/sysusers.d/chatlink.conf"
 install -m 0644 packaging/tmpfiles-chatlink.conf "$stage/usr/lib/tmpfiles.d/chatlink.conf"
 install -m 0644 config/chatlinkd.conf "$stage/etc/chatlink/chatlinkd.conf"

@@ -36,13 +36,14 @@ relr=(
   -Xlinker -z -Xlinker pack-relative-relocs
 )
 static_pie=(
-  --disable-local-rpath
   -Xswiftc -static-executable
   -Xswiftc -Xclang-linker -Xswiftc -static-pie
 )
 
 for product in "$@"; do
-  flags=(-c release --static-swift-stdlib -Xswiftc -warnings-as-errors "${relr[@]}")
+  # No $ORIGIN RUNPATH (Debian policy 10.2: packaged binaries carry no RPATH or RUNPATH; with
+  # the Swift runtime linked in, nothing is looked up beside the binary anyway).
+  flags=(-c release --static-swift-stdlib --disable-local-rpath -Xswiftc -warnings-as-errors "${relr[@]}")
   where=$scratch
   if [ "$product" = chatlinkctl ]; then
     flags+=("${static_pie[@]}")

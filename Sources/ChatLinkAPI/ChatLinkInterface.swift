@@ -21,6 +21,8 @@ public enum ChatLinkInterface {
       state: string,
       # The human status line (also systemd's STATUS=).
       text: string,
+      # The instance (chatlinkd@NAME), unless this is the plain chatlinkd.service.
+      instance: ?string,
       # The backend URL, without credentials.
       url: string,
       # envelope, raw, socketio, mqtt or stomp.

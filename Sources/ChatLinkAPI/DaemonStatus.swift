@@ -39,6 +39,8 @@ public struct DaemonStatus: JSONRepresentable {
   public var state: DaemonState
   /// The human status line, as the daemon rendered it (`summary` of the fields it had).
   public var text: String
+  /// The instance (`chatlinkd@NAME`), or nil for the plain chatlinkd.service.
+  public var instance: String?
   /// The backend URL, without credentials.
   public var url: String
   /// The backend protocol: envelope, raw, socketio, mqtt or stomp.
@@ -84,7 +86,8 @@ public struct DaemonStatus: JSONRepresentable {
 
   /// A status from its fields; `text` defaults to their `summary`, as the daemon renders it.
   public init(
-    state: DaemonState, text: String? = nil, url: String, protocol: String = "envelope",
+    state: DaemonState, text: String? = nil, instance: String? = nil, url: String,
+    protocol: String = "envelope",
     rooms: [String], subprotocol: String? = nil, extensions: String? = nil,
     session: String? = nil, namespace: String? = nil, retryIn: Double? = nil,
     lastError: String? = nil, lastFailure: String? = nil, storeError: String? = nil,
@@ -93,6 +96,7 @@ public struct DaemonStatus: JSONRepresentable {
   ) {
     self.state = state
     self.text = ""
+    self.instance = instance
     self.url = url
     self.protocol = `protocol`
     self.rooms = rooms
@@ -118,7 +122,8 @@ public struct DaemonStatus: JSONRepresentable {
   }
 
   /// The one-line human status of these fields, e.g.
-  /// "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0".
+  /// "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0", after
+  /// "NAME: " for an instance (several share one journal and one `systemctl status` page).
   ///
   /// It says what `systemctl status` should: where the connection is, the traffic, the
   /// backlog, and what is wrong (the store first: it is the one that loses data).
@@ -139,7 +144,7 @@ public struct DaemonStatus: JSONRepresentable {
     if failed > 0 { text += " · \(failed) refused" }
     if let storeError { text += " · STORE DEGRADED: \(storeError)" }
     if let lastError, state != .open { text += " · last error: \(lastError)" }
-    return text
+    return instance.map { "\($0): \(text)" } ?? text
   }
 
   /// Seconds to one decimal, without a trailing ".0": "2.5", "3".
@@ -154,6 +159,7 @@ public struct DaemonStatus: JSONRepresentable {
     let object = try ObjectReader(json)
     state = DaemonState(rawValue: try object.string("state"))
     text = try object.string("text")
+    instance = try object.optionalString("instance")
     url = try object.string("url")
     self.protocol = try object.optionalString("protocol") ?? "envelope"
     rooms = try object.strings("rooms")
@@ -180,7 +186,8 @@ public struct DaemonStatus: JSONRepresentable {
   /// The object, unset optional fields left out.
   public var json: JSONValue {
     .object([
-      "state": .string(state.rawValue), "text": .string(text), "url": .string(url),
+      "state": .string(state.rawValue), "text": .string(text),
+      "instance": instance.map(JSONValue.string), "url": .string(url),
       "protocol": .string(self.protocol), "rooms": .array(rooms.map(JSONValue.string)),
       "subprotocol": subprotocol.map(JSONValue.string),
       "extensions": extensions.map(JSONValue.string), "session": session.map(JSONValue.string),

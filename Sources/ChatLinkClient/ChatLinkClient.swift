@@ -6,13 +6,15 @@ import Varlink
 /// one socket.
 public final class ChatLinkClient {
   /// Where packages put the socket.
-  public static let defaultSocket = "/run/chatlink/control.sock"
+  public static let defaultSocket = Instance.defaultSocket
 
   private let connection: VarlinkConnection
 
-  /// Connects to the daemon.
-  public init(socketPath: String = ChatLinkClient.defaultSocket) throws(ClientError) {
-    connection = try VarlinkConnection(path: socketPath)
+  /// Connects to the daemon; with a `timeout`, no call waits longer than that.
+  public init(socketPath: String = ChatLinkClient.defaultSocket, timeout: Duration? = nil)
+    throws(ClientError)
+  {
+    connection = try VarlinkConnection(path: socketPath, timeout: timeout)
   }
 
   /// org.varlink.service.GetInfo.

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 @preconcurrency import Glibc
 import JSON
 import Varlink
@@ -15,10 +16,19 @@ public final class VarlinkConnection {
   private var next = 0
   private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-  /// Connects to the socket at `path`.
-  public init(path: String) throws(ClientError) {
+  /// Connects to the socket at `path`. With a `timeout`, connecting, each write and each wait
+  /// for a reply give up after it (a daemon that hangs must not hang a listing of several).
+  public init(path: String, timeout: Duration? = nil) throws(ClientError) {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw .unreachable(path: path, errno: errno) }
+    if let timeout {
+      let (seconds, attoseconds) = timeout.components
+      var limit = timeval(
+        tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+      for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+        _ = setsockopt(fd, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
+      }
+    }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -75,6 +85,9 @@ public final class VarlinkConnection {
       let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
       if n < 0 {
         if errno == EINTR { continue }
+        if errno == EAGAIN || errno == EWOULDBLOCK {
+          throw .connectionLost("chatlinkd did not answer in time")
+        }
         throw .connectionLost("read: \(String(cString: strerror(errno)))")
       }
       if n == 0 { throw .connectionLost("the daemon closed the connection") }
@@ -117,6 +130,16 @@ public final class VarlinkConnection {
 
 /// Why a call failed.
 public enum ClientError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The unit that serves `path`: chatlinkd@NAME for an instance's socket.
+  private func unit(_ path: String) -> String {
+    let prefix = Instance.runtimeDirectory + "/"
+    guard path.hasPrefix(prefix), path.hasSuffix(".sock"), path != Instance.defaultSocket else {
+      return "chatlinkd"
+    }
+    let name = String(path.dropFirst(prefix.count).dropLast(5))
+    return (try? Instance(name)).map { "chatlinkd@\($0.name)" } ?? "chatlinkd"
+  }
+
   /// The socket could not be reached: the daemon is not running, or no permission.
   case unreachable(path: String, errno: Int32)
   /// The daemon answered with a Varlink error.
@@ -125,6 +148,9 @@ public enum ClientError: Error, Sendable, Hashable, CustomStringConvertible {
   case connectionLost(String)
   /// The daemon sent something that is not Varlink.
   case protocolError(String)
+  /// The socket to use could not be chosen: an invalid instance name, or two options naming
+  /// different sockets. A usage error, found before connecting.
+  case badSocketChoice(String)
 
   public var description: String {
     switch self {
@@ -135,10 +161,12 @@ public enum ClientError: Error, Sendable, Hashable, CustomStringConvertible {
           "cannot connect to \(path): \(reason) (are you in the socket's group, e.g. chatlink?)"
       }
       return
-        "cannot connect to \(path): \(reason); is chatlinkd running? (systemctl start chatlinkd)"
+        "cannot connect to \(path): \(reason); is chatlinkd running? "
+        + "(systemctl start \(unit(path)))"
     case .varlink(let error): return "\(error)"
     case .connectionLost(let why): return "connection to chatlinkd lost: \(why)"
     case .protocolError(let why): return "unexpected answer from chatlinkd: \(why)"
+    case .badSocketChoice(let why): return why
     }
   }
 }

@@ -10,7 +10,8 @@ public struct ChatLinkCtl: ParsableCommand {
       discussion: """
         chatlinkctl talks to chatlinkd over its Varlink control socket. Output is for
         people by default; with --json every line is one compact JSON object with
-        stable field names. --socket and --json may go before or after the verb.
+        stable field names. --socket, --instance and --json may go before or after
+        the verb.
 
         EXIT STATUS:
           0  success
@@ -18,16 +19,21 @@ public struct ChatLinkCtl: ParsableCommand {
              NotConnected; the reason is on standard error), or the connection broke
           2  usage error: unknown verb or option, missing or invalid value
           3  chatlinkd is unreachable: it is not running (systemctl start chatlinkd)
-             or --socket names the wrong path
+             or --socket/--instance names the wrong one
           4  permission denied: the socket or the daemon refused this user (join the
              socket's group, e.g. chatlink)
 
         ENVIRONMENT:
-          CHATLINK_SOCKET  the control socket when --socket is not given
-          NO_COLOR         never colour the output (colour is used only on a terminal)
+          CHATLINK_SOCKET    the control socket when neither --socket nor --instance
+                             is given
+          CHATLINK_INSTANCE  the instance (chatlinkd@NAME) when neither is given and
+                             CHATLINK_SOCKET is not set
+          NO_COLOR           never colour the output (colour is used only on a terminal)
 
         EXAMPLES:
           chatlinkctl status --watch
+          chatlinkctl -i staging status
+          chatlinkctl instances
           chatlinkctl send --room 7 "deploy finished"
           make 2>&1 | chatlinkctl send --room ops -
           chatlinkctl follow --room 7 --json | jq .
@@ -37,7 +43,7 @@ public struct ChatLinkCtl: ParsableCommand {
       subcommands: [
         StatusCommand.self, SendCommand.self, JoinCommand.self, LeaveCommand.self,
         RoomsCommand.self, HistoryCommand.self, FollowCommand.self, ReconnectCommand.self,
-        PingCommand.self,
+        PingCommand.self, InstancesCommand.self,
       ])
   }
 

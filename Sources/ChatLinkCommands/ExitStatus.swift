@@ -23,6 +23,7 @@ public enum ExitStatus {
     case .unreachable(_, let code): code == EACCES || code == EPERM ? permissionDenied : unreachable
     case .varlink(.permissionDenied): permissionDenied
     case .varlink, .connectionLost, .protocolError: failure
+    case .badSocketChoice: usage
     }
   }
 

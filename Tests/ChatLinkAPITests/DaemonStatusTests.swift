@@ -26,6 +26,19 @@ final class DaemonStatusTests: XCTestCase {
     XCTAssertTrue(line.summary.contains("STORE DEGRADED: No space left on device"))
   }
 
+  func testAnInstancesStatusLineAndObjectNameIt() throws {
+    var line = status()
+    line.instance = "staging"
+    XCTAssertEqual(
+      line.summary,
+      "staging: Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0")
+    line.text = line.summary
+    XCTAssertEqual(line.json["instance"], .string("staging"))
+    XCTAssertEqual(try DaemonStatus(json: line.json), line)
+    XCTAssertNil(status().json["instance"], "left out for the plain service")
+    XCTAssertNil(try DaemonStatus(json: status().json).instance)
+  }
+
   func testTheTextOfANewStatusIsItsSummaryUnlessGiven() {
     XCTAssertEqual(status().text, status().summary)
     let given = DaemonStatus(

@@ -6,7 +6,8 @@ import Varlink
 /// every member its type can have.
 enum Samples {
   static let status = DaemonStatus(
-    state: .waiting, url: "wss://chat.example/ws", protocol: "socketio", rooms: ["7", "ops"],
+    state: .waiting, instance: "prod", url: "wss://chat.example/ws", protocol: "socketio",
+    rooms: ["7", "ops"],
     subprotocol: "chat", extensions: "permessage-deflate", session: "n1", namespace: "/",
     retryIn: 2.5, lastError: "HTTP 503", lastFailure: "a1: muted",
     storeError: "No space left on device", received: 120, sent: 5, confirmed: 4, failed: 1,

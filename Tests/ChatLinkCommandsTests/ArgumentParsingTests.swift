@@ -1,3 +1,4 @@
+import ChatLinkClient
 import ChatLinkCommands
 import XCTest
 
@@ -89,12 +90,38 @@ final class ArgumentParsingTests: XCTestCase {
   func testTheSocketDefaultsToTheEnvironmentThenTheStandardPath() throws {
     let globals = try parse(["rooms"], as: RoomsCommand.self).globals
     let context = CommandContext(output: StringSink(), errors: StringSink())
-    XCTAssertEqual(globals.socketPath(context), "/run/chatlink/control.sock")
+    XCTAssertEqual(try globals.socketPath(context), "/run/chatlink/control.sock")
     var withVariable = context
     withVariable.environment = ["CHATLINK_SOCKET": "/tmp/env.sock"]
-    XCTAssertEqual(globals.socketPath(withVariable), "/tmp/env.sock")
+    XCTAssertEqual(try globals.socketPath(withVariable), "/tmp/env.sock")
     let explicit = try parse(["rooms", "--socket", "/tmp/arg.sock"], as: RoomsCommand.self)
-    XCTAssertEqual(explicit.globals.socketPath(withVariable), "/tmp/arg.sock")
+    XCTAssertEqual(try explicit.globals.socketPath(withVariable), "/tmp/arg.sock")
+  }
+
+  func testAnInstanceSelectsItsSocketAndTheCommandLineBeatsTheEnvironment() throws {
+    var context = CommandContext(output: StringSink(), errors: StringSink())
+    let short = try parse(["-i", "prod", "status"], as: StatusCommand.self)
+    XCTAssertEqual(try short.globals.socketPath(context), "/run/chatlink/prod.sock")
+    let long = try parse(["rooms", "--instance", "staging"], as: RoomsCommand.self)
+    context.environment = ["CHATLINK_SOCKET": "/tmp/env.sock", "CHATLINK_INSTANCE": "other"]
+    XCTAssertEqual(try long.globals.socketPath(context), "/run/chatlink/staging.sock")
+    let plain = try parse(["rooms"], as: RoomsCommand.self)
+    XCTAssertEqual(try plain.globals.socketPath(context), "/tmp/env.sock")
+    context.environment = ["CHATLINK_INSTANCE": "other"]
+    XCTAssertEqual(try plain.globals.socketPath(context), "/run/chatlink/other.sock")
+  }
+
+  func testABadInstanceNameOrTwoSocketsAreUsageErrors() throws {
+    let context = CommandContext(output: StringSink(), errors: StringSink())
+    let bad = try parse(["rooms", "-i", "../x"], as: RoomsCommand.self)
+    XCTAssertThrowsError(try bad.globals.socketPath(context)) { error in
+      XCTAssertEqual((error as? ClientError).map(ExitStatus.code), ExitStatus.usage)
+      XCTAssertTrue("\(error)".hasPrefix("--instance: invalid instance name '../x'"), "\(error)")
+    }
+    let both = try parse(["rooms", "-i", "a", "--socket", "/s"], as: RoomsCommand.self)
+    XCTAssertThrowsError(try both.globals.socketPath(context)) { error in
+      XCTAssertEqual("\(error)", "--socket and --instance both name a socket; give one of them")
+    }
   }
 
   func testUsageErrorsExitWithStatusTwoAndTheVerbsUsage() {
@@ -137,8 +164,8 @@ final class ArgumentParsingTests: XCTestCase {
       run.errors,
       """
       Error: Missing expected argument '<text>'
-      Usage: chatlinkctl send [--socket <path>] [--json] [--room <room>] [--wait]
-             [--id <id>] <text>
+      Usage: chatlinkctl send [--socket <path>] [--instance <name>] [--json]
+             [--room <room>] [--wait] [--id <id>] <text>
         See 'chatlinkctl send --help' for more information.
 
       """)

@@ -4,6 +4,7 @@ import XCTest
 final class HelpTests: XCTestCase {
   private let verbs = [
     "status", "send", "join", "leave", "rooms", "history", "follow", "reconnect", "ping",
+    "instances",
   ]
 
   func testEveryVerbsHelpShowsItsAbstractUsageAndOptions() {
@@ -37,7 +38,10 @@ final class HelpTests: XCTestCase {
     XCTAssertEqual(help, chatlinkctl(["help"]).output)
     XCTAssertTrue(
       help.hasPrefix("OVERVIEW: Control chatlinkd, the ChatLink WebSocket chat daemon.\n"))
-    XCTAssertTrue(help.contains("\nUSAGE: chatlinkctl [--socket <path>] [--json] <subcommand>\n"))
+    XCTAssertTrue(
+      help.contains(
+        "\nUSAGE: chatlinkctl [--socket <path>] [--instance <name>] [--json] <subcommand>\n"),
+      help)
     XCTAssertTrue(help.contains("  --version               Show the version.\n"))
     XCTAssertTrue(help.contains("\nSUBCOMMANDS:\n"))
     XCTAssertTrue(
@@ -55,6 +59,7 @@ final class HelpTests: XCTestCase {
     XCTAssertTrue(help.contains("\n  3  chatlinkd is unreachable"))
     XCTAssertTrue(help.contains("\n  4  permission denied"))
     XCTAssertTrue(help.contains("CHATLINK_SOCKET"))
+    XCTAssertTrue(help.contains("CHATLINK_INSTANCE"))
     XCTAssertTrue(help.contains("NO_COLOR"))
   }
 
@@ -65,8 +70,8 @@ final class HelpTests: XCTestCase {
       help.contains(
         """
 
-        USAGE: chatlinkctl send [--socket <path>] [--json] [--room <room>] [--wait]
-               [--id <id>] <text>
+        USAGE: chatlinkctl send [--socket <path>] [--instance <name>] [--json]
+               [--room <room>] [--wait] [--id <id>] <text>
 
         ARGUMENTS:
           <text>                  The message, or - to send each line of standard input

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import LinkCore
 import WebSocket
 import XCTest
@@ -54,5 +55,23 @@ final class BackendSettingsSTOMPTests: XCTestCase {
     XCTAssertFalse(old.needsReconnect(for: try settings(try configuration())))
     XCTAssertTrue(old.needsReconnect(for: try settings(try configuration("VirtualHost=other\n"))))
     XCTAssertTrue(old.needsReconnect(for: try settings(try configuration(), token: "new")))
+  }
+}
+
+/// The MQTT client id an instance gets by default.
+final class BackendSettingsMQTTInstanceTests: XCTestCase {
+  private func clientID(instance: Instance?, _ extra: String = "") throws -> String {
+    let c = try ConfigLoader.load(
+      sources: [
+        ("x.conf", "[Backend]\nURL=ws://127.0.0.1:1883/\nProtocol=mqtt\n" + extra)
+      ], instance: instance)
+    return try XCTUnwrap(BackendSettings(c, url: try XCTUnwrap(c.url), token: nil).mqtt?.clientID)
+  }
+
+  func testEachInstanceHasAClientIDOfItsOwnUnlessOneIsConfigured() throws {
+    let host = try clientID(instance: nil)
+    XCTAssertTrue(host.hasPrefix("chatlink-"), host)
+    XCTAssertEqual(try clientID(instance: Instance("prod")), host + "-prod")
+    XCTAssertEqual(try clientID(instance: Instance("prod"), "[MQTT]\nClientID=mine\n"), "mine")
   }
 }

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkCore
 import Foundation
 import XCTest
@@ -27,6 +28,27 @@ final class ConfigTests: XCTestCase {
     XCTAssertEqual(c.controlSocket, "/run/chatlink/control.sock")
     XCTAssertEqual(c.socketMode, 0o660)
     XCTAssertEqual(c.socketGroup, "chatlink")
+  }
+
+  func testAnInstanceDerivesItsStoreAndSocketAndItsFileMayOverrideThem() throws {
+    let prod = try Instance("prod")
+    let derived = try ConfigLoader.load(
+      sources: [("/etc/chatlink/prod.conf", "[Backend]\nURL=ws://127.0.0.1:8765/")],
+      instance: prod)
+    XCTAssertEqual(derived.instance, prod)
+    XCTAssertEqual(derived.storeDirectory, "/var/lib/chatlink/prod")
+    XCTAssertEqual(derived.controlSocket, "/run/chatlink/prod.sock")
+    let overridden = try ConfigLoader.load(
+      sources: [
+        (
+          "/etc/chatlink/prod.conf",
+          "[Backend]\nURL=ws://127.0.0.1:8765/\n[Store]\nDirectory=/srv/prod\n"
+            + "[Control]\nSocket=/run/prod.sock"
+        )
+      ], instance: prod)
+    XCTAssertEqual(overridden.storeDirectory, "/srv/prod")
+    XCTAssertEqual(overridden.controlSocket, "/run/prod.sock")
+    XCTAssertNotEqual(derived, try load("[Backend]\nURL=ws://127.0.0.1:8765/"))
   }
 
   func testEveryKeyParsesWithSystemdValueSyntax() throws {

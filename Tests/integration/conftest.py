@@ -192,6 +192,8 @@ class Daemon:
         self._log_lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self.runs = 0
+        # Arguments before --config, e.g. ["--instance", "prod"].
+        self.args: list[str] = []
 
     # -- config
 
@@ -233,7 +235,7 @@ class Daemon:
         self.runs += 1
         self._mark(f"=== start #{self.runs}")
         self.proc = subprocess.Popen(
-            [str(CHATLINKD), "--config", str(self.config_path)],
+            [str(CHATLINKD), *self.args, "--config", str(self.config_path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

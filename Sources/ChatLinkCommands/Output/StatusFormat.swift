@@ -7,7 +7,9 @@ extension Format {
   public static func status(_ status: DaemonStatus, colour: Bool) -> String {
     let paint = Painter(enabled: colour)
     let state = printable(status.state.rawValue)
-    var rows: [(key: String, value: String)] = [
+    var rows: [(key: String, value: String)] = []
+    if let instance = status.instance { rows.append(("Instance", printable(instance))) }
+    rows += [
       ("State", paint(state, stateStyle(status.state, failing: status.lastError != nil))),
       ("Status", printable(status.text)),
       ("URL", printable(status.url)),
@@ -71,7 +73,7 @@ extension Format {
     return RFC3339Time(seconds: seconds).dateAndTime(in: time).time
   }
 
-  private static func stateStyle(_ state: DaemonState, failing: Bool) -> Painter.Style {
+  static func stateStyle(_ state: DaemonState, failing: Bool) -> Painter.Style {
     switch state {
     case .open: .green
     case .waiting: failing ? .red : .yellow

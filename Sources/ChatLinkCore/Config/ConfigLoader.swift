@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import EventLoop
 import Transport
 import WebSocket
@@ -7,10 +8,12 @@ import WebSocket
 /// assignment resets them (systemd's convention). Unknown sections and keys are errors.
 public enum ConfigLoader {
   /// Where packages install the file.
-  public static let defaultPath = "/etc/chatlink/chatlinkd.conf"
+  public static let defaultPath = Instance.defaultConfigPath
 
-  /// Loads `path` and its drop-ins.
-  public static func load(path: String) throws(ConfigError) -> Configuration {
+  /// Loads `path` and its drop-ins, on the defaults of `instance`.
+  public static func load(path: String, instance: Instance? = nil) throws(ConfigError)
+    -> Configuration
+  {
     var files = [path]
     let dropInDirectory = path + ".d"
     files += FileSystem.list(dropInDirectory).filter { $0.hasSuffix(".conf") }.sorted().map {
@@ -24,14 +27,14 @@ public enum ConfigLoader {
         throw ConfigError(file: file, line: 0, message: "cannot read: \(error.message)")
       }
     }
-    return try load(sources: sources)
+    return try load(sources: sources, instance: instance)
   }
 
-  /// Builds a configuration from texts already read, in order.
-  public static func load(sources: [(file: String, text: String)]) throws(ConfigError)
-    -> Configuration
+  /// Builds a configuration from texts already read, in order, on the defaults of `instance`.
+  public static func load(sources: [(file: String, text: String)], instance: Instance? = nil)
+    throws(ConfigError) -> Configuration
   {
-    var configuration = Configuration()
+    var configuration = Configuration(instance: instance)
     for (file, text) in sources {
       for assignment in try INIParser.parse(text, file: file) {
         try apply(assignment, to: &configuration)

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import LinkCore
 import WebSocket
 
@@ -98,6 +99,10 @@ public struct Configuration: Sendable, Hashable {
   /// Heart-beats sent, and asked of the server, this often; zero: none.
   public var stompHeartBeat: Duration = .milliseconds(10000)
 
+  /// The instance (`chatlinkd@NAME`, `--instance NAME`) whose defaults these are; nil for the
+  /// plain chatlinkd.service.
+  public var instance: Instance?
+
   // [Store]
   /// Where messages.jsonl and the outbox live.
   public var storeDirectory = "/var/lib/chatlink"
@@ -129,6 +134,15 @@ public struct Configuration: Sendable, Hashable {
   /// Creates the defaults.
   public init() {}
 
+  /// The defaults of `instance`: its store directory and control socket.
+  public init(instance: Instance?) {
+    self.instance = instance
+    if let instance {
+      storeDirectory = instance.storeDirectory
+      controlSocket = instance.controlSocket
+    }
+  }
+
   public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
     lhs.comparable == rhs.comparable
       && lhs.headers.map { "\($0.name): \($0.value)" }
@@ -151,7 +165,7 @@ public struct Configuration: Sendable, Hashable {
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
-      socketGroup, logLevel,
+      socketGroup, logLevel, instance?.name ?? "",
     ]
   }
 }

@@ -15,7 +15,8 @@ extension Daemon: ControlTarget {
     let counters = link.counters
     let session = link.session
     return DaemonStatus(
-      state: DaemonState(rawValue: link.state.name), url: link.displayURL,
+      state: DaemonState(rawValue: link.state.name), instance: configuration.instance?.name,
+      url: link.displayURL,
       protocol: configuration.chatProtocol.rawValue, rooms: link.rooms.map(\.name),
       subprotocol: link.negotiated?.subprotocol,
       extensions: link.negotiated?.deflate.map(\.description), session: session?.id,

@@ -11,9 +11,14 @@ import WebSocket
 public final class Daemon {
   /// What the command line decided.
   public struct Options: Sendable {
+    /// The configuration file (its drop-ins are read from `<path>.d/`).
     public var configPath: String
-    public init(configPath: String = ConfigLoader.defaultPath) {
-      self.configPath = configPath
+    /// The instance whose defaults apply (`--instance NAME`), or nil.
+    public var instance: Instance?
+    /// Options for `instance`: its file unless `configPath` names another.
+    public init(configPath: String? = nil, instance: Instance? = nil) {
+      self.configPath = configPath ?? instance?.configPath ?? ConfigLoader.defaultPath
+      self.instance = instance
     }
   }
 
@@ -64,11 +69,13 @@ public final class Daemon {
   public init(options: Options, loop: EventLoop? = nil) throws(StartError) {
     self.options = options
     do {
-      configuration = try ConfigLoader.load(path: options.configPath)
+      configuration = try ConfigLoader.load(path: options.configPath, instance: options.instance)
     } catch {
       throw .config(error)
     }
     logger = Logger(label: "chatlinkd", level: Logger.Level(name: configuration.logLevel) ?? .info)
+    // CHATLINK_INSTANCE= on every journal entry: instances share one journal.
+    if let instance = options.instance { logger.metadata = [("instance", instance.name)] }
     do throws(SystemError) {
       if let loop {
         self.loop = loop
@@ -112,7 +119,7 @@ public final class Daemon {
   public static func check(options: Options) throws(StartError) -> Configuration {
     let configuration: Configuration
     do {
-      configuration = try ConfigLoader.load(path: options.configPath)
+      configuration = try ConfigLoader.load(path: options.configPath, instance: options.instance)
     } catch {
       throw .config(error)
     }
@@ -258,7 +265,7 @@ public final class Daemon {
     let settings: BackendSettings
     let tls: TLSContext?
     do {
-      new = try ConfigLoader.load(path: options.configPath)
+      new = try ConfigLoader.load(path: options.configPath, instance: options.instance)
       // A protocol change needs a restart, so the link keeps its protocol: only names change.
       var effective = new
       effective.chatProtocol = configuration.chatProtocol

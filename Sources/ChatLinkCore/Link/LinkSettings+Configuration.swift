@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import LinkCore
 import Transport
 import WebSocket
@@ -72,7 +73,7 @@ public struct BackendSettings: Sendable {
   private static func mqtt(_ c: Configuration, token: String?) -> MQTTProtocol.Settings {
     var dialect = MQTTProtocol.Settings()
     dialect.version = c.mqttVersion
-    dialect.clientID = c.mqttClientID ?? defaultMQTTClientID()
+    dialect.clientID = c.mqttClientID ?? defaultMQTTClientID(instance: c.instance)
     dialect.cleanStart = c.mqttCleanStart
     dialect.sessionExpiry = UInt32(clamping: c.mqttSessionExpiry.components.seconds)
     dialect.keepAlive = UInt16(clamping: c.mqttKeepAlive.components.seconds)
@@ -94,12 +95,15 @@ public struct BackendSettings: Sendable {
     return dialect
   }
 
-  /// "chatlink-" and the first 12 hex digits of /etc/machine-id: stable across restarts, so
-  /// the broker finds the session, and different on every host of a fleet.
-  static func defaultMQTTClientID() -> String {
+  /// "chatlink-" and the first 12 hex digits of /etc/machine-id (plus "-NAME" for an
+  /// instance): stable across restarts, so the broker finds the session, and different on
+  /// every host of a fleet and for every instance of a host (a broker ends the older of two
+  /// sessions with one client id).
+  static func defaultMQTTClientID(instance: Instance?) -> String {
     let id = (try? FileSystem.readText("/etc/machine-id", limit: 128)) ?? ""
     let hex = id.filter(\.isHexDigit).prefix(12)
-    return "chatlink-" + (hex.isEmpty ? "host" : String(hex))
+    let host = "chatlink-" + (hex.isEmpty ? "host" : String(hex))
+    return instance.map { host + "-" + $0.name } ?? host
   }
 
   /// The dialect for these settings.
