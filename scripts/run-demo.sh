@@ -50,8 +50,10 @@ ChatLink demo
   daemon    chatlinkd --config $demo/chatlinkd.conf
   store     $demo/state/messages.jsonl
 
-In another terminal:
+In another terminal (the store exists now; a tail -F started before a file exists polls
+once a second and may skip rotated files under a flood: chatlinkctl follow never does):
   tail -F $demo/state/messages.jsonl
+  $bin/chatlinkctl --socket $demo/control.sock follow
   $bin/chatlinkctl --socket $demo/control.sock send --room 7 "hello from the demo"
   $bin/chatlinkctl --socket $demo/control.sock status
 TEXT

@@ -279,6 +279,25 @@ final class STOMPProtocolTests: XCTestCase {
     XCTAssertNotNil(adapter.join(RoomID("/nowhere/x")!), "refused: may be joined again")
   }
 
+  func testAnErrorNamingNoReceiptAnswersTheOldestFrameThatWaitsEvenASend() {
+    var adapter = connected()
+    _ = adapter.join(RoomID("/queue/ok")!)
+    _ = adapter.encode(entry(1, "first", room: "/nowhere/a"))
+    _ = adapter.encode(entry(2, "second", room: "/queue/ok"))
+    XCTAssertNil(adapter.read(server(.receipt, [("receipt-id", "sub-1")])).problem)
+    let refused = adapter.read(
+      server(.error, [("message", "Unknown destination")], body: "'/nowhere/a' is not valid"))
+    XCTAssertEqual(
+      refused.failed,
+      [DeliveryFailure(count: 1, reason: "Unknown destination: '/nowhere/a' is not valid")],
+      "the server answers in order: the oldest waiting frame is the first SEND")
+    XCTAssertNil(refused.session, "the rest of the outbox goes on")
+    XCTAssertEqual(adapter.read(server(.receipt, [("receipt-id", "send-2")])).delivered, [2])
+    XCTAssertEqual(
+      adapter.read(server(.error, [("message", "later")])).session,
+      .broken("the STOMP server sent an ERROR: later"), "nothing waits: the session ends")
+  }
+
   func testAnyOtherErrorEndsTheSessionWithItsText() {
     var adapter = connected()
     XCTAssertEqual(

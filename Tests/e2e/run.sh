@@ -157,6 +157,12 @@ for bin in "$stage/chatlink-devserver" "$stage/unpacked/usr/bin/chatlinkd" "$sta
     die "$(basename "$bin") needs a Swift runtime library; it must be built with --static-swift-stdlib"
   fi
 done
+# Debian policy 10.2: no RPATH or RUNPATH in packaged binaries.
+for bin in "$stage/unpacked/usr/bin/chatlinkd" "$stage/unpacked/usr/bin/chatlinkctl"; do
+  if readelf -d "$bin" | has -E '\((RPATH|RUNPATH)\)'; then
+    die "$(basename "$bin") carries $(readelf -d "$bin" | grep -E 'RPATH|RUNPATH' | head -n1)"
+  fi
+done
 deb_name=$(basename "$deb")
 say "package: $deb_name ($(du -h "$deb" | cut -f1))"
 # The README promises that lintian reports nothing (overrides: packaging/debian/lintian-overrides).
@@ -688,6 +694,107 @@ check_token() {
   [ -z "$reason" ]
 }
 
+# Instances (chatlinkd@NAME): a, b against the devserver, c against a second one.
+inst_status() { ct systemctl show -p StatusText --value "chatlinkd@$1.service"; }
+inst_connected() { inst_status "$1" | has "^$1: Connected to ws://127.0.0.1:"; }
+# inst_store_has NAME PATTERN...: a line of NAME's store matching every fixed string.
+inst_store_has() {
+  local cmd="cat /var/lib/chatlink/$1/messages.jsonl 2>/dev/null" p
+  shift
+  for p in "$@"; do cmd="$cmd | grep -F -e $(printf '%q' "$p")"; done
+  ctsh "$cmd" >/dev/null
+}
+# connects_of [NAME]: GetStatus's connects of instance NAME, or of chatlinkd.service.
+connects_of() {
+  ct chatlinkctl ${1:+-i "$1"} --json status | sed -n 's/.*"connects":\([0-9]*\).*/\1/p'
+}
+check_instances() {
+  local port2=$((port + 1)) n m p line
+  line=$(ct systemctl list-units --all --no-legend 'chatlinkd@*') || true
+  [ -z "$line" ] || why "instance units loaded before any was started: $line"
+  ct systemd-run --quiet --unit=e2e-backend2 --property=Restart=no \
+    /e2e/chatlink-devserver --host 127.0.0.1 --port "$port2" --chatter 1 || why "the second backend did not start"
+  wait_for 10 ct bash -c "exec 3<>/dev/tcp/127.0.0.1/$port2" || why "the second backend does not listen"
+  for n in a b c; do
+    p=$port
+    [ "$n" = c ] && p=$port2
+    printf '[Backend]\nURL=ws://127.0.0.1:%s/\nRooms=7 inst-%s\nReconnectMaxSec=2\n' "$p" "$n" |
+      ct sh -c "cat >/etc/chatlink/$n.conf" || why "cannot write /etc/chatlink/$n.conf"
+  done
+  ct chatlinkd --instance a --check-config || why "chatlinkd --instance a --check-config failed"
+  ct systemctl enable --now chatlinkd@a.service chatlinkd@b.service || why "enable --now chatlinkd@a, @b failed"
+  ct systemctl start chatlinkd@c.socket || why "starting chatlinkd@c.socket failed"
+  line=$(ct systemctl is-active chatlinkd@c.service) || true
+  [ "$line" = inactive ] || why "chatlinkd@c.service is $line before its socket was used"
+  line=$(ct stat -c '%a %U:%G %F' /run/chatlink/c.sock) || why "no /run/chatlink/c.sock"
+  [ "$line" = "660 root:chatlink socket" ] || why "/run/chatlink/c.sock is $line"
+  ct timeout 20 chatlinkctl -i c status || why "chatlinkctl -i c status did not activate chatlinkd@c"
+  line=$(ct systemctl is-active chatlinkd@c.service) || true
+  [ "$line" = active ] || why "chatlinkd@c.service is $line after the first chatlinkctl -i c"
+  for n in a b c; do
+    wait_for 20 inst_connected "$n" || why "chatlinkd@$n not connected (STATUS: $(inst_status "$n"))"
+    echo "chatlinkd@$n: $(inst_status "$n")"
+  done
+  wait_for 15 connected || why "chatlinkd.service not connected beside the instances"
+  ct stat -c '%n %a %U:%G' /var/lib/chatlink/a /var/lib/chatlink/b /var/lib/chatlink/c || why "no instance store directories"
+  # Each instance stores only what it sent and received. Each sends to a room only it joined
+  # (the devserver relays a message to every member of its room: a room all joined would reach
+  # every link).
+  for n in a b c; do
+    ct chatlinkctl -i "$n" send --room "inst-$n" "e2e from $n $tag" || why "chatlinkctl -i $n send failed"
+  done
+  for n in a b c; do
+    wait_for 15 inst_store_has "$n" '"dir":"out"' "e2e from $n $tag" || why "chatlinkd@$n did not store its confirmed send"
+    for m in a b c; do
+      [ "$m" = "$n" ] && continue
+      inst_store_has "$n" "e2e from $m $tag" && why "chatlinkd@$n stored $m's message"
+    done
+    store_has "e2e from $n $tag" && why "chatlinkd.service stored $n's message"
+  done
+  # The journal names the instance on every entry; systemctl status shows its STATUS= line.
+  ct journalctl --no-pager -o json -u chatlinkd@b.service _COMM=chatlinkd >"$logs/journal-b.json" || true
+  line=$(grep -c . "$logs/journal-b.json") || true
+  n=$(grep -vc '"CHATLINK_INSTANCE":"b"' "$logs/journal-b.json") || true
+  echo "chatlinkd@b journal entries: $line, without CHATLINK_INSTANCE=b: $n"
+  [ "${line:-0}" -gt 0 ] || why "no journal entries of chatlinkd@b"
+  [ "${n:-1}" = 0 ] || why "$n journal entries of chatlinkd@b lack CHATLINK_INSTANCE=b"
+  ct journalctl --no-pager -o cat CHATLINK_INSTANCE=a | tail -n 3
+  ct systemctl status --no-pager chatlinkd@a.service | has 'Status: "a: Connected to' ||
+    why "systemctl status chatlinkd@a shows no 'a: Connected' line"
+  ct chatlinkctl instances | tee "$logs/instances.txt" || why "chatlinkctl instances failed"
+  for n in - a b c; do
+    awk -v n="$n" '$1 == n && $2 == "open" { found = 1 } END { exit !found }' "$logs/instances.txt" ||
+      why "chatlinkctl instances shows no open '$n'"
+  done
+  # Killing, reloading and stopping one instance leaves the others' connections alone.
+  local plain_before b_before c_before pid
+  plain_before=$(connects_of)
+  b_before=$(connects_of b)
+  c_before=$(connects_of c)
+  pid=$(ct systemctl show -p MainPID --value chatlinkd@a.service)
+  ct kill -9 "$pid" || why "kill -9 chatlinkd@a failed"
+  wait_for 20 new_instance_pid a "$pid" || why "chatlinkd@a was not restarted after kill -9"
+  wait_for 20 inst_connected a || why "chatlinkd@a not connected again after kill -9"
+  ct systemctl reload chatlinkd@c.service || why "reload chatlinkd@c failed"
+  ct systemctl stop chatlinkd@a.service || why "stop chatlinkd@a failed"
+  sleep 1
+  echo "connects: plain $plain_before -> $(connects_of), b $b_before -> $(connects_of b), c $c_before -> $(connects_of c)"
+  [ "$(connects_of)" = "$plain_before" ] || why "chatlinkd.service reconnected when instance a was killed"
+  [ "$(connects_of b)" = "$b_before" ] || why "chatlinkd@b reconnected when instance a was killed"
+  [ "$(connects_of c)" = "$c_before" ] || why "a reload of chatlinkd@c reconnected it"
+  inst_connected b || why "chatlinkd@b is no longer connected"
+  connected || why "chatlinkd.service is no longer connected"
+  # b stays enabled: the purge (check 13) must remove its state and its enablement.
+  ct systemctl stop chatlinkd@c.service chatlinkd@c.socket || why "stop chatlinkd@c failed"
+  ct systemctl stop e2e-backend2.service || true
+  [ -z "$reason" ]
+}
+new_instance_pid() {
+  local p
+  p=$(ct systemctl show -p MainPID --value "chatlinkd@$1.service")
+  [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$2" ]
+}
+
 check_analyze() {
   local out level
   # The shipped unit, without the known-issue drop-in.
@@ -705,6 +812,16 @@ check_analyze() {
     why "systemd-analyze verify exited non-zero"
   echo "verify: ${out:-(nothing)}"
   [ -z "$out" ] || why "systemd-analyze verify printed: $(head -n2 <<<"$out" | paste -sd' ')"
+  # The template's instances are hardened as the plain unit is.
+  out=$(ct systemd-analyze security --no-pager chatlinkd@b.service 2>&1) || true
+  level=$(sed -n 's/.*Overall exposure level for chatlinkd@b.service: \([0-9.]*\).*/\1/p' <<<"$out")
+  echo "exposure of chatlinkd@b.service: $level"
+  [ -n "$level" ] || why "no exposure level for chatlinkd@b.service"
+  [ -n "$level" ] && ! awk -v l="$level" 'BEGIN { exit !(l <= 2.0) }' && why "chatlinkd@b.service exposure $level is above 2.0"
+  out=$(ct systemd-analyze verify --man=no chatlinkd@b.service chatlinkd@b.socket 2>&1) ||
+    why "systemd-analyze verify of the template exited non-zero"
+  echo "verify chatlinkd@b: ${out:-(nothing)}"
+  [ -z "$out" ] || why "systemd-analyze verify of the template printed: $(head -n2 <<<"$out" | paste -sd' ')"
   [ -z "$reason" ]
 }
 
@@ -726,6 +843,9 @@ check_remove() {
   ct dpkg -s chatlink | grep '^Status:' || true
   ct test -f "$store" || why "apt remove deleted $store"
   ct test -f /etc/chatlink/chatlinkd.conf || why "apt remove deleted the conffile"
+  ct test -f /var/lib/chatlink/b/messages.jsonl || why "apt remove deleted instance b's store"
+  line=$(ct systemctl is-active chatlinkd@b.service) || true
+  [ "$line" = inactive ] || why "chatlinkd@b.service is $line after remove"
   local line
   line=$(ct systemctl is-active chatlinkd.service) || true
   [ "$line" = inactive ] || why "chatlinkd.service is $line after remove"
@@ -736,9 +856,15 @@ check_remove() {
   ct apt purge -y chatlink || why "apt purge failed"
   ct dpkg -s chatlink 2>&1 | head -n2 || true
   ct dpkg -s chatlink >/dev/null 2>&1 && why "dpkg still knows chatlink after purge"
-  for f in /var/lib/chatlink /etc/chatlink /run/chatlink /etc/systemd/system/multi-user.target.wants/chatlinkd.service \
+  # The instances' files in /etc/chatlink are the administrator's (check 11b wrote them):
+  # purge keeps them and nothing else there.
+  line=$(ct ls -A /etc/chatlink 2>/dev/null | paste -sd' ') || true
+  echo "/etc/chatlink after purge: ${line:-(gone)}"
+  [ "$line" = "a.conf b.conf c.conf" ] || why "/etc/chatlink after purge holds '$line', not just the instances' a.conf b.conf c.conf"
+  ct rm -rf /etc/chatlink
+  for f in /var/lib/chatlink /run/chatlink /etc/systemd/system/multi-user.target.wants/chatlinkd.service \
     /etc/systemd/system/sockets.target.wants/chatlinkd.socket /etc/systemd/system/chatlinkd.service \
-    /etc/systemd/system/chatlinkd.socket; do
+    /etc/systemd/system/chatlinkd.socket /etc/systemd/system/multi-user.target.wants/chatlinkd@b.service; do
     if ct test -e "$f" -o -L "$f"; then why "$f is left after purge"; ct ls -la "$f"; fi
   done
   line=$(ct sh -c 'ls /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked 2>/dev/null | grep chatlinkd' ) || true
@@ -793,6 +919,7 @@ run 8 "kill -9: restart, seq continues, outbox delivered" check_kill
 run 9 "watchdog" check_watchdog
 run 10 "socket activation" check_socket
 run 11 "token as a credential, never shown" check_token
+run 11b "three instances, two backends: own stores, journal, sockets; one killed, others untouched" check_instances
 run 12 "systemd-analyze security <= 2.0 and verify clean" check_analyze
 run 12b "reinstall keeps a modified conffile" check_reinstall
 run 13 "apt remove keeps state, apt purge removes it" check_remove

@@ -386,6 +386,25 @@ def test_a_body_that_is_not_utf8_is_stored_as_binary(make_daemon, rabbitmq, peer
 # ---------------------------------------------------------------------------- sends
 
 
+def test_a_send_the_broker_refuses_fails_alone_and_the_outbox_goes_on(make_daemon, rabbitmq, peers, ns):
+    """RabbitMQ answers a SEND to a destination it does not know with an ERROR that names no
+    receipt and keeps the connection. Frames are answered in order, so the daemon takes it for
+    the oldest SEND that waits: that message fails (DeliveryFailed, status, a failed event), is
+    not sent again, and the ones after it are confirmed, on the same connection."""
+    out = f"/queue/{ns}.after"
+    d = stomp_daemon(make_daemon, rabbitmq)
+    wait_open(d)
+    replies = send_more(d, "poison", room=f"/nowhere/{ns}")
+    assert replies[-1].get("error") == "io.chatlink.Daemon.DeliveryFailed", replies
+    assert "Unknown destination" in replies[-1]["parameters"]["reason"], replies
+    good = [send_more(d, f"after-{i}", room=out)[-1] for i in range(3)]
+    assert all(r.get("parameters", {}).get("state") == "confirmed" for r in good), good
+    assert drain(rabbitmq, out) == ["after-0", "after-1", "after-2"]
+    status = d.status()
+    assert status["failed"] == 1 and status["outbox"] == 0 and status["connects"] == 1, status
+    assert "Unknown destination" in status.get("last_failure", ""), status
+
+
 def test_a_send_is_a_send_to_its_room_confirmed_by_the_receipt(make_daemon, rabbitmq, peers, ns):
     out = f"/topic/{ns}.out"
     peer = peers()

@@ -119,22 +119,27 @@ extension STOMPProtocol {
       reading.problem = "a RECEIPT without a receipt-id"
       return
     }
-    if let count = awaitedSend(id) {
-      awaitedSends.remove(count)
-      reading.delivered.append(count)
-    } else if let index = unconfirmedSubscriptions.firstIndex(where: { $0.id == id }) {
-      unconfirmedSubscriptions.remove(at: index)
-    } else if !id.hasPrefix(Self.subscriptionPrefix) {
-      reading.problem = "a RECEIPT for '\(STOMPFrame.printable(id))', which nothing waits for"
+    switch takeAwaited(id) {
+    case .send(let count)?: reading.delivered.append(count)
+    case .subscription?: break
+    case nil:
+      if !id.hasPrefix(Self.subscriptionPrefix) {
+        reading.problem = "a RECEIPT for '\(STOMPFrame.printable(id))', which nothing waits for"
+      }
     }
   }
 
-  /// The outbox count a receipt id names, when that send waits for it.
-  private func awaitedSend(_ id: String) -> UInt64? {
-    guard id.hasPrefix(Self.sendReceipt), let count = UInt64(id.dropFirst(Self.sendReceipt.count)),
-      awaitedSends.contains(count)
-    else { return nil }
-    return count
+  /// Takes what waits for receipt `id` (or, for nil, the oldest that waits). Receipts come in
+  /// order, so the search ends at the front but for a frame the server refused.
+  private mutating func takeAwaited(_ id: String?) -> AwaitedReceipt? {
+    let elements = awaiting.elements
+    let index: Int?
+    if let id {
+      index = elements.firstIndex { $0.receipt == id }
+    } else {
+      index = elements.indices.first
+    }
+    return index.map { awaiting.remove(at: $0) }
   }
 
   /// An ERROR: a refused set-up, a refused send or subscription, or the end of the session.
@@ -144,27 +149,17 @@ extension STOMPProtocol {
       reading.session = .refused(Self.refusal(text))
       return
     }
-    let receipt = frame["receipt-id"]
-    if let id = receipt, let count = awaitedSend(id) {
-      awaitedSends.remove(count)
+    switch takeAwaited(frame["receipt-id"]) {
+    case .send(let count)?:
       reading.failed.append(DeliveryFailure(count: count, reason: text))
-      return
-    }
-    let index: Int?
-    if let id = receipt {
-      index = unconfirmedSubscriptions.firstIndex { $0.id == id }
-    } else {
-      index = unconfirmedSubscriptions.isEmpty ? nil : 0
-    }
-    if let index {
-      let (id, room) = unconfirmedSubscriptions.remove(at: index)
+    case .subscription(let id, let room)?:
       if subscriptions[room] == id { subscriptions[room] = nil }
       reading.problem = "the STOMP server refused the subscription to '\(room)': \(text)"
-      return
+    case nil:
+      // The server closes the connection after an ERROR; ending it here keeps the text (for
+      // status and the backoff) instead of a bare close.
+      reading.session = .broken("the STOMP server sent an ERROR: \(text)")
     }
-    // The server closes the connection after an ERROR; ending it here keeps the text (for
-    // status and the backoff) instead of a bare close.
-    reading.session = .broken("the STOMP server sent an ERROR: \(text)")
   }
 
   /// A refused CONNECT as the operator should read it.

@@ -62,12 +62,11 @@ public struct STOMPProtocol: BackendProtocol {
   var beatsWanted = false
   /// Subscription ids by destination.
   var subscriptions: [String: String] = [:]
-  /// SUBSCRIBEs whose RECEIPT has not come, oldest first. A server answers a SUBSCRIBE in
-  /// order, so an ERROR that names no receipt while one waits is that SUBSCRIBE's refusal.
-  var unconfirmedSubscriptions: [(id: String, room: String)] = []
+  /// Frames sent with a receipt whose RECEIPT (or ERROR) has not come, oldest first. A server
+  /// answers a connection's frames in order, so an ERROR that names no receipt (RabbitMQ's
+  /// never do) answers the oldest of them: that SUBSCRIBE is refused, or that SEND fails.
+  var awaiting = FIFOBuffer<AwaitedReceipt>()
   var lastSubscription = 0
-  /// Outbox counts sent on this connection and waiting for their RECEIPT.
-  var awaitedSends: Set<UInt64> = []
 
   /// Creates the adapter.
   public init(_ settings: Settings) {
@@ -97,8 +96,7 @@ public struct STOMPProtocol: BackendProtocol {
     serverSilenceLimit = nil
     beatsWanted = false
     subscriptions = [:]
-    unconfirmedSubscriptions = []
-    awaitedSends = []
+    awaiting.removeAll()
     var headers = [
       STOMPHeader("accept-version", "1.2,1.1"), STOMPHeader("host", settings.virtualHost),
     ]
@@ -114,7 +112,7 @@ public struct STOMPProtocol: BackendProtocol {
     lastSubscription += 1
     let id = Self.subscriptionPrefix + String(lastSubscription)
     subscriptions[room.name] = id
-    unconfirmedSubscriptions.append((id, room.name))
+    awaiting.append(.subscription(id: id, room: room.name))
     return frame(
       STOMPFrame(
         .subscribe,
@@ -135,7 +133,7 @@ public struct STOMPProtocol: BackendProtocol {
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
     let body = Array(entry.text.utf8)
-    awaitedSends.insert(entry.count)
+    awaiting.append(.send(entry.count))
     let headers = [
       STOMPHeader("destination", entry.room?.name ?? ""),
       STOMPHeader("content-type", Self.contentType(body)),
@@ -180,5 +178,21 @@ public struct STOMPProtocol: BackendProtocol {
   /// Frames go out as text messages: every one we send is UTF-8.
   func frame(_ frame: STOMPFrame) -> Message {
     .text(STOMPEncoder.encode(frame))
+  }
+}
+
+/// A frame sent with a `receipt` header, until its RECEIPT or ERROR comes.
+enum AwaitedReceipt: Sendable, Hashable {
+  /// A SUBSCRIBE: its id (also its receipt) and destination.
+  case subscription(id: String, room: String)
+  /// A SEND of the outbox entry with this count.
+  case send(UInt64)
+
+  /// The receipt id the frame carried.
+  var receipt: String {
+    switch self {
+    case .subscription(let id, _): id
+    case .send(let count): STOMPProtocol.sendReceipt + String(count)
+    }
   }
 }
