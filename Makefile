@@ -74,10 +74,16 @@ deb: setup
 e2e:
 	Tests/e2e/run.sh
 
+# The inbound path by stage (ns per message, bench/stages.py) and perf's hot spots, for README
+# "Performance": release binaries as the bench builds them, then bench/profile.sh flood.
+profile: setup-test
+	RELEASE_SCRATCH=.cache/bench/build scripts/build-release.sh .cache/bench/build/bin chatlinkd chatlinkctl chatlink-devserver
+	bench/profile.sh flood
+
 clean:
 	rm -rf .build .cache/autobahn-reports
 
 # The benchmark suite of issue 6 (not part of make test): chatlinkd against Go and Python peers.
-.PHONY: bench
+.PHONY: bench profile
 bench:
 	bench/run.sh

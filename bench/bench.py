@@ -35,9 +35,9 @@ import brokers  # noqa: E402
 import gen_store  # noqa: E402
 import source  # noqa: E402
 from harness import (  # noqa: E402
-    BENCH, CACHE, CHATLINKCTL, CHATLINKD, DEVSERVER, GOPEER, NCPU, PYTHON, REPO, Chatlinkd,
+    BENCH, CACHE, CHATLINKCTL, CHATLINKD, DEVSERVER, GOPEER, NCPU, PYTHON, REPO, WRITELIMIT, Chatlinkd,
     DurablePoller, LoadMeter, Lines, Trial, Varlink, cpu_ns, cpu_seconds, hwm_mb, median,
-    percentile, rss_mb, spawn, status_kb, stop, stop_all,
+    percentile, rss_mb, spawn, status_kb, stop, stop_all, thread_io,
 )
 from report import Report, fmt, ratio_text, check  # noqa: E402
 
@@ -114,12 +114,21 @@ def source_proc(*args) -> tuple:
 
 # ==================================================================================== 1 inbound
 
-INBOUND_SUBJECTS = ["chatlinkd", "chatlinkd deflate", "Go gorilla", "Go gorilla buffered",
-                    "Python websockets", "drain"]
+# Each chatlinkd variant comes before its write limit: in the first repetition (the list's own
+# order) the writer needs the stored bytes and write sizes of a chatlinkd trial of the run.
+INBOUND_SUBJECTS = ["chatlinkd", "write limit", "chatlinkd deflate", "chatlinkd always",
+                    "write limit always", "Go gorilla", "Go gorilla buffered", "Python websockets",
+                    "drain"]
+# Subjects whose peak RSS says nothing about a client (a Python interpreter, a writer that holds
+# the whole input in memory).
+NO_RSS = {"drain", "write limit", "write limit always"}
 GO_FLUSH_EVERY = 1000
 LABELS = {
     "chatlinkd": "chatlinkd (Compression=no)",
+    "write limit": f"write limit: the same bytes appended in chatlinkd's write sizes, fdatasync every {SYNC_INTERVAL_MS} ms",
     "chatlinkd deflate": "chatlinkd (Compression=yes, deflated frames)",
+    "chatlinkd always": "chatlinkd (Compression=no, Sync=always)",
+    "write limit always": "write limit, Sync=always: an fdatasync after each of chatlinkd's writes",
     "Go gorilla": "Go gorilla/websocket peer (a write per line)",
     "Go gorilla buffered": f"Go gorilla/websocket peer (a write per {GO_FLUSH_EVERY:,} lines)",
     "Python websockets": "Python websockets peer",
@@ -127,7 +136,53 @@ LABELS = {
 }
 
 
+# Per N: the bytes a chatlinkd trial stored (the write limit appends them again), and the mean
+# write size of chatlinkd's disk thread by sync policy, from each trial's /proc/PID/task/TID/io.
+STORED: dict[int, Path] = {}
+WRITE_SIZES: dict[tuple[int, str], list[float]] = {}
+
+
+def keep_stored(n: int, files: list[Path]) -> None:
+    """The store's lines in order (rotated files, oldest first, then the live one), once per N."""
+    if n in STORED:
+        return
+    rotated = sorted((f for f in files if f.suffix != ".jsonl"), key=lambda f: -int(f.suffix[1:]))
+    live = [f for f in files if f.suffix == ".jsonl"]
+    target = BLOBS / f"stored-{n}.jsonl"
+    with open(target, "wb") as out:
+        for f in rotated + live:
+            with open(f, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+    STORED[n] = target
+
+
+def write_limit_trial(subject: str, n: int) -> Trial:
+    policy = "always" if subject == "write limit always" else "batch"
+    sizes = WRITE_SIZES.get((n, policy))
+    if n not in STORED or not sizes:
+        raise RuntimeError(f"{subject}: no chatlinkd trial with Sync={policy} before it at N={n}")
+    settle_disk()
+    work = fresh("inbound")
+    out = work / "limit.jsonl"
+    sync = "always" if policy == "always" else f"batch:{SYNC_INTERVAL_MS}"
+    meter = LoadMeter()
+    proc = spawn([WRITELIMIT, STORED[n], out, int(median(sizes)), sync])
+    result = Lines(proc).expect(lambda line: json.loads(line) if line.startswith("{") else None, 300,
+                                "the writer's result")
+    stop(proc)
+    load = meter.stop()
+    if result["lines"] != n or out.stat().st_size != STORED[n].stat().st_size:
+        raise RuntimeError(f"{subject}: wrote {result['lines']} lines, {out.stat().st_size} bytes")
+    shutil.rmtree(work, ignore_errors=True)
+    values = {"seconds": result["seconds"], "rate": n / result["seconds"], "cpu": result["cpu"],
+              "hwm": 0.0, "source_cpu": 0.0, "writes": result["writes"], "syncs": result["syncs"],
+              "write_size": result["bytes"] / result["writes"]}
+    return Trial(subject, values, load.others_percent)
+
+
 def inbound_trial(subject: str, n: int) -> Trial:
+    if subject.startswith("write limit"):
+        return write_limit_trial(subject, n)
     deflate = subject == "chatlinkd deflate"
     blob = source.build_flood(n, MESSAGE_SIZE, deflate, BLOBS)
     settle_disk()
@@ -138,8 +193,11 @@ def inbound_trial(subject: str, n: int) -> Trial:
     timeout = max(120, n / 10_000)
     expected_text = f'"message":"#{n - 1:07d} '.encode()
     poller = None
+    disk_io: dict[str, int] = {}
     if subject.startswith("chatlinkd"):
-        daemon = Chatlinkd(work, url, Backend={"Compression": "yes" if deflate else "no"})
+        sync = "always" if subject == "chatlinkd always" else "batch"
+        daemon = Chatlinkd(work, url, Backend={"Compression": "yes" if deflate else "no"},
+                           Store={"Sync": sync, "SyncIntervalMSec": SYNC_INTERVAL_MS})
         proc = daemon.start()
         poller = DurablePoller(daemon.client(), interval=0.002, target=n)
         poller.start()
@@ -147,7 +205,7 @@ def inbound_trial(subject: str, n: int) -> Trial:
         if not poller.reached.wait(timeout) or poller.error:
             raise RuntimeError(f"chatlinkd did not make {n} records durable: {poller.error}")
         done = poller.samples[-1][0]
-        files = sorted(daemon.store.glob("messages.jsonl*"))
+        disk_io = thread_io(proc.pid, "chatlink-disk")
         newest = daemon.store / "messages.jsonl"
     else:
         out = work / "out.jsonl"
@@ -170,13 +228,22 @@ def inbound_trial(subject: str, n: int) -> Trial:
     stop(proc)
     stop(src)
     load = meter.stop()
+    if subject.startswith("chatlinkd"):
+        files = sorted(daemon.store.glob("messages.jsonl*"))
     if files:  # the same records, each exactly once, the last one last
         lines = count_lines(files)
         tail = last_line(newest)
         if lines != n or expected_text not in tail:
             raise RuntimeError(f"{subject}: {lines} lines of {n}, last line {tail[:120]!r}")
-    shutil.rmtree(work, ignore_errors=True)
     values = {"seconds": seconds, "rate": n / seconds, "cpu": cpu, "hwm": hwm, "source_cpu": src_cpu}
+    if disk_io.get("syscw"):
+        # The disk thread's writes: the store's lines (and the room index's few blocks).
+        values["write_size"] = disk_io["wchar"] / disk_io["syscw"]
+        if subject in ("chatlinkd", "chatlinkd always"):
+            WRITE_SIZES.setdefault((n, sync), []).append(values["write_size"])
+        if subject == "chatlinkd":
+            keep_stored(n, files)
+    shutil.rmtree(work, ignore_errors=True)
     return Trial(subject, values, load.others_percent)
 
 
@@ -202,14 +269,20 @@ def scenario_inbound(report: Report) -> None:
     big = INBOUND_N
     go_rate, go_cpu = med(big, "Go gorilla", "rate"), med(big, "Go gorilla", "cpu")
     py_rate = med(big, "Python websockets", "rate")
+
+    def limit_of(subject):
+        """The write limit a subject is measured against: Sync=always's for that variant."""
+        return "write limit always" if subject.endswith("always") else "write limit"
+
     rows = []
     for subject in INBOUND_SUBJECTS:
         rate, cpu, hwm = med(big, subject, "rate"), med(big, subject, "cpu"), med(big, subject, "hwm")
         rates = [t.values["rate"] for t in results[big][subject]]
         rows.append([
             LABELS[subject], fmt(med(big, subject, "seconds"), 2), f"{rate:,.0f}",
-            f"{min(rates):,.0f}–{max(rates):,.0f}", fmt(cpu, 2),
-            fmt(hwm, 1) if subject != "drain" else "—",
+            f"{min(rates):,.0f}–{max(rates):,.0f}",
+            f"{100 * rate / med(big, limit_of(subject), 'rate'):.0f}%" if subject != "drain" else "—",
+            fmt(cpu, 2), fmt(hwm, 1) if subject not in NO_RSS else "—",
             ratio_text(rate, go_rate), ratio_text(go_cpu, cpu) if subject != "drain" else "—",
             ratio_text(rate, py_rate),
             fmt(median(t.others_percent for t in results[big][subject]), 0) + "%",
@@ -217,16 +290,39 @@ def scenario_inbound(report: Report) -> None:
     report.table(
         f"1. Inbound flood: N = {big:,} messages of ~{MESSAGE_SIZE} B, time from connect until "
         f"every message is a line (chatlinkd: durable, fsynced; peers: written, no fsync)",
-        ["client", "time s", "msgs/s", "range", "CPU s", "peak RSS MB", "× Go msgs/s",
-         "Go CPU ÷ CPU", "× Python msgs/s", "others' CPU"],
+        ["client", "time s", "msgs/s", "range", "% of write limit", "CPU s", "peak RSS MB",
+         "× Go msgs/s", "Go CPU ÷ CPU", "× Python msgs/s", "others' CPU"],
         rows,
+    )
+    limit_rows = []
+    for size in (big, INBOUND_SMALL_N):
+        for subject, limit in (("chatlinkd", "write limit"), ("chatlinkd always", "write limit always")):
+            d, w = med(size, subject, "rate"), med(size, limit, "rate")
+            limit_rows.append([
+                f"{size:,}", LABELS[subject], f"{d:,.0f}", f"{w:,.0f}", f"{100 * d / w:.0f}%",
+                f"{med(size, subject, 'write_size') / 1024:.1f}", f"{med(size, limit, 'syncs'):,.0f}",
+                ratio_text(d, med(size, "Go gorilla", "rate")),
+            ])
+    report.table(
+        "1a. Against the write limit: chatlinkd's durable inbound beside a minimal writer "
+        "(bench/peers/writelimit.c) that appends the bytes chatlinkd stored in this run, in the mean "
+        "write size of chatlinkd's disk thread, with the same sync policy, and does nothing else",
+        ["N", "chatlinkd", "msgs/s", "write limit msgs/s", "% of it", "mean write KiB",
+         "writer's fdatasyncs", "× Go msgs/s"],
+        limit_rows,
     )
     d_rate, d_cpu, d_hwm = med(big, "chatlinkd", "rate"), med(big, "chatlinkd", "cpu"), med(big, "chatlinkd", "hwm")
     per_rep = ", ".join(f"{a.values['rate'] / b.values['rate']:.2f}×"
                         for a, b in zip(results[big]["chatlinkd"], results[big]["Go gorilla"]))
+    limit_rate = med(big, "write limit", "rate")
+    a_rate, a_limit = med(big, "chatlinkd always", "rate"), med(big, "write limit always", "rate")
     report.targets([
         check(f"inbound msgs/s ≥ 3× Go: {d_rate:,.0f} vs {go_rate:,.0f} = {d_rate / go_rate:.2f}× "
               f"(repetition by repetition: {per_rep})", d_rate >= 3 * go_rate),
+        check(f"durable inbound (Sync=batch) ≥ 30 % of the write limit: {d_rate:,.0f} vs {limit_rate:,.0f} "
+              f"= {100 * d_rate / limit_rate:.0f} %", d_rate >= 0.3 * limit_rate),
+        check(f"Sync=always inbound ≥ 3× Go: {a_rate:,.0f} vs {go_rate:,.0f} = {a_rate / go_rate:.2f}× "
+              f"({100 * a_rate / a_limit:.0f} % of its write limit, {a_limit:,.0f} msgs/s)", a_rate >= 3 * go_rate),
         check(f"inbound CPU ≤ 1/3 of Go's: {d_cpu:.2f} s vs {go_cpu:.2f} s = {d_cpu / go_cpu:.2f} of it", d_cpu <= go_cpu / 3),
     ] + [
         # Peak RSS against both Go peers, at both sizes: the buffered one is how an independent
@@ -237,7 +333,7 @@ def scenario_inbound(report: Report) -> None:
     ])
     small = INBOUND_SMALL_N
     flat_rows, flat_ok = [], True
-    for subject in INBOUND_SUBJECTS[:-1]:
+    for subject in (s for s in INBOUND_SUBJECTS if s not in NO_RSS):
         a, b = med(small, subject, "hwm"), med(big, subject, "hwm")
         flat_rows.append([LABELS[subject], fmt(a, 1), fmt(b, 1), f"{b / a:.2f}", f"{med(small, subject, 'rate'):,.0f}"])
         if subject == "chatlinkd":

@@ -36,6 +36,8 @@ CHATLINKD = env_bin("chatlinkd")
 CHATLINKCTL = env_bin("chatlinkctl")
 DEVSERVER = env_bin("chatlink-devserver")
 GOPEER = Path(os.environ.get("BENCH_GO", CACHE / "bin" / "chatbench-go"))
+# The write limit's minimal writer (bench/peers/writelimit.c), built by bench/run.sh.
+WRITELIMIT = CACHE / "bin" / "writelimit"
 
 
 # ---------------------------------------------------------------------------- processes
@@ -154,6 +156,20 @@ def status_kb(pid: int, key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return 0
+
+
+def thread_io(pid: int, name: str) -> dict[str, int]:
+    """/proc/PID/task/TID/io of the thread called `name` (its write syscalls `syscw` and bytes
+    `wchar`, among others); empty when there is no such thread."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "comm").read_text().strip() != name:
+                continue
+            pairs = (line.split(":", 1) for line in (task / "io").read_text().splitlines())
+            return {key.strip(): int(value) for key, value in pairs}
+        except (OSError, ValueError):
+            continue
+    return {}
 
 
 def hwm_mb(pid: int) -> float:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_store  # noqa: E402
 import perf_breakdown  # noqa: E402
 import source  # noqa: E402
+import stages  # noqa: E402
 from harness import (  # noqa: E402
     BENCH, CACHE, CHATLINKCTL, GOPEER, PYTHON, Chatlinkd, DurablePoller, Lines, cpu_seconds, spawn, stop,
 )
@@ -104,7 +105,9 @@ def profile_flood() -> str:
     daemon.stop()
     stop(src)
     shutil.rmtree(work, ignore_errors=True)
-    return summary(
+    stage_table = stages.table(iter(demangled_script(data)), n, cpu)
+    return "\n".join([
+        f"### chatlinkd's inbound path by stage: {n:,} messages (bench/stages.py)", "", *stage_table, ""]) + summary(
         f"chatlinkd, inbound flood of {n:,} (under perf: {n / seconds:,.0f} msg/s, {cpu:.2f} CPU s)", data, None,
         [("callers", "swift_retain"), ("callers", "swift_release"), ("callees", "EnvelopeProtocol.decode"),
          ("callees", "BackendSession.webSocket(_:didReceive:)"), ("callees", "JSONScanner.scan"),

@@ -53,6 +53,9 @@ RELEASE_SCRATCH="$cache/build" scripts/build-release.sh "$cache/build/bin" \
   chatlinkd chatlinkctl chatlink-devserver >"$cache/logs/build.log" 2>&1 ||
   { cat "$cache/logs/build.log" >&2; exit 1; }
 
+echo "bench: building the write limit's minimal writer" >&2
+cc -O2 -Wall -Wextra -Werror -o "$cache/bin/writelimit" bench/peers/writelimit.c
+
 echo "bench: building the Go peer" >&2
 # GOPATH mode on Debian's source packages: no module download, no network.
 GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE="$cache/go-cache" \
