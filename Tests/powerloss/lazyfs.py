@@ -335,8 +335,8 @@ class LazyFS(pyfuse3.Operations):
         pass
 
     async def fsyncdir(self, fh, datasync):
-        await self._wait_if_held()
         node = self._dir(fh)
+        await self._wait_if_held()
         self.counts["fsyncdir"] += 1
         node.make_durable()
 
@@ -430,10 +430,12 @@ class LazyFS(pyfuse3.Operations):
         self.handles.pop(fh, None)
 
     async def fsync(self, fh, datasync):
+        # The node is looked up first: a held fsync's process may be killed and its file
+        # released while it waits.
+        node = self._node(self.handles[fh][0])
         await self._wait_if_held()
-        ino, _ = self.handles[fh]
         self.counts["fsync"] += 1
-        self._node(ino).make_durable()
+        node.make_durable()
 
     # -- control
 
