@@ -100,6 +100,7 @@ def message_events(sub: Subscription) -> list[dict]:
 def test_under_sync_always_a_message_event_waits_for_the_fsync_of_its_record(lazy_daemon, backend):
     daemon, mount = lazy_daemon("always")
     with Subscription(daemon) as sub:
+        sub.wait_for(lambda e: e["event"] == "status", 5)  # the stream is in place
         backend.push(7, "before the hold")
         wait_until(lambda: message_events(sub), 10, message="the first message event")
         mount.command("hold")
@@ -120,6 +121,7 @@ def test_under_sync_batch_a_message_event_may_precede_its_fsync(lazy_daemon, bac
     # whether the record is on disk yet.
     daemon, mount = lazy_daemon("batch")
     with Subscription(daemon) as sub:
+        sub.wait_for(lambda e: e["event"] == "status", 5)  # the stream is in place
         backend.push(7, "before the hold")
         wait_until(lambda: message_events(sub), 10, message="the first message event")
         wait_until(lambda: (s := daemon.status())["last_seq"] == s["durable_seq"], 10, message="all durable")
