@@ -30,8 +30,8 @@ The control socket takes one command per line and answers one line, "ok ..." or 
     quit            unmount; without a cut before, the whole live state is written to the
                     backing directory (a clean shutdown syncs everything)
 
-Run it as root (it mounts with allow_other); end it with "quit" or SIGTERM, then make sure the
-mount point is unmounted (`umount -l`), as the fixture in powercut.py does.
+Run it as root (only root's processes see the mount); end it with "quit" or SIGTERM, then
+make sure the mount point is unmounted (`umount -l`), as lazymount.py does.
 """
 
 from __future__ import annotations

@@ -362,8 +362,12 @@ def check_restart(daemon, status, durable: int, disk_last: int, room7: list[int]
     got = [r["seq"] for r in reply["parameters"]["records"] if r["seq"] <= disk_last]
     want = [q for q in room7 if since < q <= disk_last]
     if got != want:
-        violation(f"History of room 7 disagrees with the store: {len(got)} vs {len(want)} records, "
-                  f"first difference near seq {next((a for a, b in zip(got, want) if a != b), None)}")
+        extra = sorted(set(got) - set(want))
+        missing = sorted(set(want) - set(got))
+        violation(f"History of room 7 disagrees with the store: {len(got)} vs {len(want)} records "
+                  f"({len(got) - len(set(got))} repeated, {len(extra)} not in the files, e.g. {extra[:3]}, "
+                  f"{len(missing)} missing, e.g. {missing[:3]}; since {since}, disk up to {disk_last}, "
+                  f"History from {got[:1]} to {got[-1:]})")
 
 
 def table(results: list[tuple[str, Tally]]) -> str:
