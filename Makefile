@@ -6,7 +6,7 @@ STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e chaos chaos-quick clean
+.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e chaos chaos-quick powerloss clean
 
 all: build
 
@@ -59,8 +59,16 @@ fuzz:
 
 # Faults with figures (chaos/README.md): network, backend, kill -9, disk full, control-socket
 # abuse, a 20-minute soak, security. Needs root; about 30 minutes, chaos-quick about 6.
-chaos:
+chaos: powerloss
 	chaos/run.sh
+
+# Power cuts (Tests/powerloss/README.md): the daemon's store on a lazy FUSE file system that
+# keeps only what was fsynced; 8 scenarios x 40 random cuts, a table, non-zero on any broken
+# durability rule. Needs root and the debug build (the integration tests run 40 cuts of it).
+POWERLOSS_CUTS ?= 40
+powerloss: setup-test
+	$(SWIFT) build $(STRICT)
+	CHATLINK_BIN=$$($(SWIFT) build --show-bin-path) $(PYTHON) Tests/powerloss/powercut.py --cuts $(POWERLOSS_CUTS)
 
 chaos-quick:
 	CHAOS_QUICK=1 chaos/run.sh

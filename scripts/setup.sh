@@ -22,6 +22,9 @@ if [ "$mode" = "--test" ]; then
   # The brokers of the MQTT/STOMP tests (Tests/Fixtures/brokers.py starts private instances
   # of its own; the system services must not start, see below), and mosquitto_pub/_sub.
   packages+=(mosquitto mosquitto-clients rabbitmq-server)
+  # The power-cut tests' lazy file system: FUSE itself (fusermount3) and what pip builds
+  # pyfuse3 against (with pkg-config, above).
+  packages+=(fuse3 libfuse3-dev)
 fi
 
 missing=()
@@ -63,6 +66,15 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 
 if [ "$mode" = "--test" ]; then
+  # pyfuse3 for the power-cut tests builds against libfuse3-dev: test set-up only.
+  powerloss="$repo/Tests/requirements-powerloss.txt"
+  stamp="$venv/.requirements-powerloss.sha256"
+  want=$(sha256sum "$powerloss" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "setup: installing the power-cut tests' packages into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$powerloss"
+    echo "$want" >"$stamp"
+  fi
   "$repo/scripts/setup-autobahn.sh"
 fi
 echo "setup: ready"

@@ -47,6 +47,23 @@ final class HistoryReaderTests: XCTestCase {
       Array(1...1000).map(UInt64.init))
   }
 
+  func testAFileMetAgainUnderTheNextNameIsReadOnce() throws {
+    // A rotation during a query renames the live file to .1 after it was read: the reader
+    // then finds the same file (the same inode) again. A hard link is that moment, frozen.
+    let paths = populate(count: 100, perFile: 60)
+    XCTAssertEqual(link(paths[0], dir.path + "/messages.jsonl.again"), 0)
+    let read = [paths[0], dir.path + "/messages.jsonl.again", paths[1]]
+    XCTAssertEqual(
+      try seqs(HistoryReader.read(paths: read, query: HistoryQuery(limit: 1000))),
+      Array(1...100).map(UInt64.init))
+    XCTAssertEqual(
+      try seqs(
+        HistoryReader.read(
+          paths: read, query: HistoryQuery(room: RoomID("ops"), limit: 1000),
+          indexDirectory: dir.path + "/.index")),
+      (1...100).filter { $0 % 3 == 2 }.map(UInt64.init))
+  }
+
   func testFiltersByRoomNumberOrString() throws {
     let paths = populate(count: 100, perFile: 40)
     XCTAssertEqual(

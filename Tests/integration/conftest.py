@@ -454,6 +454,40 @@ def daemon(make_daemon):
     return make_daemon()
 
 
+@pytest.fixture
+def lazy_store(tmp_path):
+    """lazy_store(daemon) -> LazyMount: moves a daemon that has not started yet onto a store on
+    the lazy file system of Tests/powerloss (only what is fsynced survives a cut; "hold" makes
+    fsyncs wait until "release"). Released and unmounted at teardown, whatever happens."""
+    sys.path.insert(0, str(REPO / "Tests" / "powerloss"))
+    from lazymount import LazyMount
+
+    mounts: list = []
+    daemons: list = []
+
+    def put(d: "Daemon"):
+        daemons.append(d)
+        n = len(mounts)
+        (tmp_path / f"lazy{n}-disk").mkdir()
+        mount = LazyMount(tmp_path / f"lazy{n}-disk", tmp_path / f"lazy{n}-mnt", tmp_path / f"lazy{n}.sock")
+        mounts.append(mount)
+        mount.start()
+        d.store_dir = tmp_path / f"lazy{n}-mnt" / "state"
+        d.sections["Store"]["Directory"] = str(d.store_dir)
+        d.write_config()
+        return mount
+
+    yield put
+    for d in daemons:
+        d.cleanup()  # no process may hold the mount when it goes
+    for mount in mounts:
+        try:
+            mount.command("release")
+        except (OSError, RuntimeError):
+            pass
+        mount.stop()
+
+
 class Subscription:
     """A Subscribe stream read by the Python varlink package in a background thread."""
 

@@ -132,15 +132,34 @@ extension Daemon: ControlTarget {
   /// Hands what the link reports to the control socket's subscribers and watched sends.
   func forwardLinkEvents() {
     let namedEvents = configuration.chatProtocol == .socketio
+    // Under Sync=always a message event says its record is stored as the README means it:
+    // fsynced. Under Sync=batch and none it goes out at once, before the fsync (the event's
+    // seq against GetStatus's durable_seq tells whether it is durable yet).
+    let waitForFsync = store.options.sync == .always
     link.onInbound = { [unowned self] inbound, seq, time in
       // Most of the time nobody follows: build nothing then.
-      guard let service = self.service, service.hasSubscribers else { return }
+      guard let service = self.service, service.hasSubscribers else {
+        self.heldMessages.removeAll()
+        return
+      }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
-      service.publishMessage(
-        StoreRecord(
+      let held = HeldMessage(
+        record: StoreRecord(
           seq: seq, time: time, direction: .inbound, room: inbound.room, meta: inbound.meta,
           payload: inbound.payload),
-        scan: inbound.scan, room: room, namedEvents: namedEvents)
+        scan: inbound.scan, room: room)
+      let durable = waitForFsync ? self.store.durableSeq : .max
+      if let ready = self.heldMessages.admit(held, seq: seq, durable: durable) {
+        service.publishMessage(
+          ready.record, scan: ready.scan, room: ready.room, namedEvents: namedEvents)
+      }
+    }
+    link.onDurable = { [unowned self] seq in
+      guard waitForFsync else { return }
+      for held in self.heldMessages.release(through: seq) {
+        self.service?.publishMessage(
+          held.record, scan: held.scan, room: held.room, namedEvents: namedEvents)
+      }
     }
     link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
     link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
@@ -148,4 +167,11 @@ extension Daemon: ControlTarget {
       self.service?.publishFailed(entry, reason: reason)
     }
   }
+}
+
+/// A Subscribe message event waiting for its record's fsync (`DurableEventGate`).
+struct HeldMessage {
+  var record: StoreRecord
+  var scan: PayloadScan
+  var room: RoomID?
 }

@@ -52,6 +52,9 @@ public final class Daemon {
   private let disk: BackgroundWorker
   /// Reads History off the loop (Daemon+Control.swift).
   var reader: BackgroundWorker?
+  /// Under Sync=always, Subscribe message events wait here for their fsync
+  /// (Daemon+Control.swift).
+  var heldMessages = DurableEventGate<HeldMessage>()
   public private(set) var control: ControlServer?
   public private(set) var service: ControlService?
   private var tlsContext: TLSContext?

@@ -39,6 +39,8 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Called for every inbound record after it is appended to the store, with its seq and
   /// receive time.
   public var onInbound: ((InboundMessage, UInt64, Timestamp) -> Void)?
+  /// Called when the store's durable seq advances (after the acknowledgements it releases).
+  public var onDurable: ((UInt64) -> Void)?
   /// Called when outbox entries are confirmed (after their "out" records are appended).
   public var onConfirmed: (([OutboxEntry]) -> Void)?
   /// Called when an entry is written to the socket.
@@ -96,7 +98,10 @@ public final class BackendLink: WebSocketClientDelegate {
     }
     outbox.onEnqueued = { [weak self] in self?.offerOutbox() }
     store.onWritten = { [weak self] in self?.checkBackpressure() }
-    store.onDurable = { [weak self] seq in self?.sendAcknowledgements(through: seq) }
+    store.onDurable = { [weak self] seq in
+      self?.sendAcknowledgements(through: seq)
+      self?.onDurable?(seq)
+    }
     store.acknowledgementsWaiting = { [weak self] in (self?.acknowledgements.count ?? 0) > 0 }
   }
 

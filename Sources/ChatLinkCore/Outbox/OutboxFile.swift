@@ -7,6 +7,8 @@ final class OutboxFile: @unchecked Sendable {
   // only the disk worker touches it, and each write reports the new size to the loop.
   private var file: AppendFile
   private let path: String
+  /// Whether a compaction's rename still waits for its directory sync.
+  private var directoryUnsynced = false
 
   init(path: String) throws(SystemError) {
     self.path = path
@@ -30,18 +32,29 @@ final class OutboxFile: @unchecked Sendable {
   func write(_ chunk: [UInt8], sync: Bool, replaceWith image: [UInt8]?) -> Result<Int, SystemError>
   {
     do throws(SystemError) {
+      // A compaction whose directory sync failed: its rename is not durable yet.
+      if directoryUnsynced {
+        try FileSystem.syncParent(of: path, for: .compact)
+        directoryUnsynced = false
+      }
       if let image {
         // Write the compacted image to a new file, make it durable, then swap it in.
         let temporary = path + ".new"
         unlink(temporary)
-        let fresh = try AppendFile(path: temporary)
+        let fresh = try AppendFile(path: temporary, durableName: false)
         try fresh.append(image)
         try fresh.append(chunk)
         try fresh.sync()
         guard rename(temporary, path) == 0 else { throw SystemError.last("rename \(temporary)") }
-        if let slash = path.lastIndex(of: "/") { AppendFile.syncDirectory(String(path[..<slash])) }
         file.close()
         file = fresh
+        // Until the directory is synced, a power cut brings the old log back without this
+        // chunk's adds: they are not acknowledged before it (a failure is retried first thing
+        // on the next write; the adds then fail here though they are in the log, and so may be
+        // delivered: at least once, never lost).
+        directoryUnsynced = true
+        try FileSystem.syncParent(of: path, for: .compact)
+        directoryUnsynced = false
       } else {
         try file.append(chunk)
         if sync { try file.sync() }

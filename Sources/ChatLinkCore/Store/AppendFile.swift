@@ -12,15 +12,36 @@ final class AppendFile: @unchecked Sendable {
   private(set) var fd: Int32
   private(set) var size: Int
 
-  init(path: String, mode: mode_t = 0o640) throws(SystemError) {
+  /// Opens the file, creating it if needed.
+  ///
+  /// - Parameter durableName: a file this call creates has its directory synced before the
+  ///   call returns, so what is later synced into it cannot vanish with its name in a power
+  ///   cut. False for a file that is renamed into place (the rename's directory sync does it).
+  init(path: String, mode: mode_t = 0o640, durableName: Bool = true) throws(SystemError) {
     self.path = path
-    let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, mode)
+    // O_EXCL tells whether this call made the file, and so whether its name needs a sync.
+    var created = true
+    var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, mode)
+    if fd < 0 && errno == EEXIST {
+      created = false
+      fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, mode)
+    }
     guard fd >= 0 else { throw .last("open \(path)") }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
       let error = SystemError.last("fstat \(path)")
       Glibc.close(fd)
       throw error
+    }
+    if created && durableName {
+      do throws(SystemError) {
+        try FileSystem.syncParent(of: path, for: .create)
+      } catch {
+        // Unnamed for good: the next attempt creates it again and syncs again.
+        Glibc.close(fd)
+        unlink(path)
+        throw error
+      }
     }
     self.fd = fd
     size = Int(info.st_size)
@@ -81,14 +102,6 @@ final class AppendFile: @unchecked Sendable {
       Glibc.close(fd)
       fd = -1
     }
-  }
-
-  /// Syncs the directory so a rename or a new file survives a crash.
-  static func syncDirectory(_ path: String) {
-    let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard dfd >= 0 else { return }
-    fsync(dfd)
-    Glibc.close(dfd)
   }
 }
 

@@ -40,6 +40,9 @@ public enum HistoryReader {
     paths: [String], query: HistoryQuery, indexDirectory: String? = nil
   ) -> Result<[[UInt8]], SystemError> {
     var search = Search(query: query)
+    // A rotation while the query runs renames every file one generation up: the file just
+    // read comes again under the next name. Each file (by inode) is read once.
+    var read: Set<[UInt64]> = []
     for (generation, path) in paths.enumerated() {
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       if fd < 0 {
@@ -50,7 +53,9 @@ public enum HistoryReader {
       var info = stat()
       fstat(fd, &info)
       let size = Int(info.st_size)
-      guard size > 0 else { continue }
+      guard size > 0, read.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
+        continue
+      }
       var segments = [RoomIndex.Segment.unindexed(start: 0, end: size)]
       if search.roomHash != nil, let indexDirectory {
         segments =

@@ -49,6 +49,7 @@ final class RotatingLog: @unchecked Sendable {
   ///     `firstSeq`.
   func write(_ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool) -> Outcome {
     do {
+      if directoryUnsynced { try syncDirectory() }
       if current.size >= maxFileSize { try rotate() }
       if !chunk.isEmpty {
         index.prepare(file: current, chunk: chunk)
@@ -69,7 +70,7 @@ final class RotatingLog: @unchecked Sendable {
     // The new live file is made first, under a name no reader looks at, so a failure (no
     // inode, no fd) leaves every file as it was rather than the live one renamed away.
     let temporary = directory + "/." + name + ".new"
-    let fresh = try AppendFile(path: temporary)
+    let fresh = try AppendFile(path: temporary, durableName: false)
     if fresh.size > 0 { try fresh.truncate(to: 0) }  // left by a crash in the middle of this
     // The old file is complete: its last block goes into its index. (Only now: the index's
     // descriptor stays open until the new file exists, so the rotation needs no spare one.)
@@ -84,7 +85,18 @@ final class RotatingLog: @unchecked Sendable {
     guard rename(temporary, path) == 0 else { throw .last("rename \(temporary)") }
     current.close()
     current = fresh
-    AppendFile.syncDirectory(directory)
     index.removeStale(storePaths: (0..<maxFiles).map(path(generation:)))
+    // Until the directory is synced, a power cut undoes the renames: the new live file and
+    // whatever is synced into it would vanish. A failed sync is retried before the next write.
+    directoryUnsynced = true
+    try syncDirectory()
+  }
+
+  /// Whether a rotation's renames still wait for their directory sync.
+  private var directoryUnsynced = false
+
+  private func syncDirectory() throws(SystemError) {
+    try FileSystem.syncDirectory(directory, for: .rotate)
+    directoryUnsynced = false
   }
 }

@@ -53,12 +53,17 @@ public enum FileSystem {
     return names
   }
 
-  /// Creates a directory and its parents.
+  /// Creates a directory and its parents; each one it creates is made durable in its parent
+  /// (`syncParent`), so a power cut cannot take away a directory whose files were synced.
   public static func makeDirectories(_ path: String, mode: mode_t = 0o750) throws(SystemError) {
     var current = path.hasPrefix("/") ? "" : "."
     for component in path.split(separator: "/") {
       current += "/" + component
-      if mkdir(current, mode) != 0 && errno != EEXIST { throw .last("mkdir \(current)") }
+      if mkdir(current, mode) == 0 {
+        try syncParent(of: current, for: .mkdir)
+      } else if errno != EEXIST {
+        throw .last("mkdir \(current)")
+      }
     }
   }
 

@@ -1,0 +1,424 @@
+"""Power cuts under chatlinkd: the daemon runs with its store on lazyfs.py, a workload runs, the
+power is cut at a random moment (only what was fsynced survives, plus torn unsynced writes), and
+the daemon is started again on what is left. After every cut the rules of README "Durability"
+are checked; every broken rule is a violation.
+
+    powercut.py [--cuts N] [--seconds S] [--seed N] [--scenario NAME ...] [--expect-violation]
+
+The binaries come from $CHATLINK_BIN. Needs root (FUSE). Exits 1 on any violation (or, with
+--expect-violation, when there was none), 2 when the harness itself could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "integration"))
+from backend import Backend  # noqa: E402
+from conftest import BIN, Daemon, Sender, Subscription, delivery_problems  # noqa: E402
+from lazymount import LazyMount  # noqa: E402
+
+# A flood still being written when its daemon is killed makes asyncio warn once per frame.
+logging.getLogger("asyncio").setLevel(logging.ERROR)
+
+
+# ---------------------------------------------------------------------------- scenarios
+
+
+@dataclass
+class Scenario:
+    name: str
+    sync: str
+    store: dict = field(default_factory=dict)
+    flood: int = 0  # inbound messages per round
+    senders: int = 0  # threads of single acknowledged sends
+    batches: bool = False  # chatlinkctl send - batches
+    blackhole: bool = False  # the backend confirms nothing until a random moment (outbox grows)
+    restart: bool = False  # a reload and a clean restart before the workload
+    # Whether the daemon creates its store directory (its first mkdir must be made durable);
+    # otherwise the directory is on the disk already, so the files' own creation is tested.
+    fresh_store: bool = True
+
+
+SCENARIOS = [
+    Scenario("flood always", "always", flood=4000, senders=1),
+    Scenario("flood batch", "batch", flood=4000, senders=1),
+    Scenario("flood none", "none", flood=4000),
+    Scenario("sends batch", "batch", senders=2, batches=True, fresh_store=False),
+    Scenario("rotation batch", "batch", {"MaxFileSize": "64K", "MaxFiles": "1000"}, flood=3000, senders=1,
+             fresh_store=False),
+    Scenario("rotation always", "always", {"MaxFileSize": "32K", "MaxFiles": "1000"}, flood=3000,
+             fresh_store=False),
+    Scenario("outbox compaction", "batch", senders=2, batches=True, blackhole=True, fresh_store=False),
+    Scenario("reload restart", "batch", flood=2000, senders=1, restart=True),
+]
+
+
+@dataclass
+class Tally:
+    cuts: int = 0
+    at_risk: int = 0  # records written but not reported durable when the power went
+    lost: int = 0  # of those, records gone after the restart
+    torn: int = 0  # torn lines left in the store after the restart (recovery must cut them)
+    repaired: int = 0  # torn last lines recovery cut off (allowed)
+    duplicates: int = 0
+    acked_lost: int = 0
+    acked: int = 0
+    largest_window_ms: float = 0.0
+    renames: int = 0  # rotations and compactions that happened (each renames files)
+    mid_rename: int = 0  # cuts with a store or outbox file name not yet durable
+    violations: list[str] = field(default_factory=list)
+
+
+def parse_time(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class StoreFile:
+    generation: int  # 0: the live file, n: messages.jsonl.n
+    lines: list[bytes]  # whole lines, without their newline
+    tail: bytes  # bytes after the last newline (a torn line)
+
+
+def store_files(store_dir: Path) -> list[StoreFile]:
+    """The store files of a directory nothing writes to, oldest first."""
+    files = []
+    for p in store_dir.glob("messages.jsonl*"):
+        suffix = p.name[len("messages.jsonl"):]
+        if suffix == "" or (suffix.startswith(".") and suffix[1:].isdigit()):
+            data = p.read_bytes()
+            *lines, tail = data.split(b"\n")
+            files.append(StoreFile(int(suffix[1:] or 0), lines, tail))
+    return sorted(files, key=lambda f: -f.generation)
+
+
+def parse_line(line: bytes) -> dict | None:
+    try:
+        record = json.loads(line)
+        return record if isinstance(record.get("seq"), int) else None
+    except ValueError:
+        return None
+
+
+def records_by_seq(files: list[StoreFile]) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    for f in files:
+        for line in f.lines:
+            record = parse_line(line)
+            if record is not None:
+                out.setdefault(record["seq"], line)
+    return out
+
+
+class BatchSender(threading.Thread):
+    """`chatlinkctl --json send -` with many lines: every receipt it prints is acknowledged."""
+
+    def __init__(self, socket_path: str, prefix: str, count: int = 1500, pad: int = 0):
+        super().__init__(daemon=True)
+        self.socket_path, self.prefix, self.count = socket_path, prefix, count
+        self.suffix = " " + "p" * pad if pad else ""
+        self.acked: list[dict] = []
+        self.proc: subprocess.Popen | None = None
+
+    def run(self):
+        lines = "".join(f"{self.prefix}-{i}{self.suffix}\n" for i in range(self.count))
+        self.proc = subprocess.Popen(
+            [str(BIN / "chatlinkctl"), "--socket", self.socket_path, "--json", "send", "--room", "ops", "-"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            self.proc.stdin.write(lines)
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        for i, line in enumerate(self.proc.stdout):
+            try:
+                receipt = json.loads(line)
+            except ValueError:
+                continue
+            self.acked.append({**receipt, "room": "ops", "text": f"{self.prefix}-{i}{self.suffix}"})
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        self.join(10)
+
+
+class CutSender(Sender):
+    """The suite's Sender, quiet when the power cut fails its last send (StorageFailed/EIO)."""
+
+    def run(self):
+        try:
+            super().run()
+        except AssertionError:
+            return
+
+
+class PowerDaemon(Daemon):
+    """The integration suite's daemon, with its store on the lazy mount."""
+
+    def __init__(self, workdir: Path, backend_url: str, store_dir: Path, overrides: dict):
+        super().__init__(workdir, backend_url, overrides)
+        self.store_dir = store_dir
+        self.configure(overrides)
+
+
+def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadline: float,
+                 stop_at_violation: bool = False) -> Tally:
+    """`cuts` power cuts (fewer once `deadline`, a monotonic time, has passed), each followed by
+    a restart and the checks; `stop_at_violation` ends it at the first broken rule."""
+    tally = Tally()
+    backing, mnt, live = root / "disk", root / "mnt", root / "live"
+    backing.mkdir(parents=True)
+    if not sc.fresh_store:
+        (backing / "state").mkdir(mode=0o750)
+    backend = Backend().start()
+    interval_ms = 50
+    overrides = {"Store": {"Sync": sc.sync, "SyncIntervalMSec": str(interval_ms), **sc.store},
+                 "Outbox": {"MaxMessages": "100000"}}
+    # The store is a directory below the mount's root, so its own creation must be made durable.
+    daemon = PowerDaemon(root / "daemon", backend.url, mnt / "state", overrides)
+    mount = LazyMount(backing, mnt, root / "lazyfs.sock")
+    acked_all: list[dict] = []
+    durable = 0
+    disk_last = 0
+    room7: list[int] = []
+
+    def violation(text: str) -> None:
+        tally.violations.append(f"{sc.name}, cut {tally.cuts}: {text}")
+
+    try:
+        for round in range(cuts + 1):
+            mount.start()
+            try:
+                daemon.start(timeout=30)
+            except BaseException as e:  # noqa: BLE001 - pytest.fail's exception included
+                violation(f"the daemon did not reach READY on the surviving state: {e}")
+                break
+            status = daemon.status()
+            if round > 0:
+                check_restart(daemon, status, durable, disk_last, room7, violation)
+            if round == cuts or time.monotonic() > deadline:
+                break
+            if stop_at_violation and tally.violations:
+                return tally
+            if sc.restart:
+                daemon.send_signal(1)  # SIGHUP: a reload
+                daemon.wait_ready()
+                daemon.stop()
+                daemon.start(timeout=30)
+            if sc.blackhole:
+                backend.blackhole()
+            # The workload, and the cut at a random moment of it.
+            # Under Sync=always a message event says its record is durable, as GetStatus does.
+            sub = Subscription(daemon) if sc.sync == "always" else None
+            if sub is not None:
+                sub.wait_for(lambda e: e["event"] == "status", 5)  # the stream is in place
+            senders = [CutSender(daemon.socket_path, f"c{round}s{i}") for i in range(sc.senders)]
+            # A long outbox: big texts make the log pass the compaction threshold (1 MiB) often.
+            batches = ([BatchSender(daemon.socket_path, f"c{round}b", 6000 if sc.blackhole else 1500,
+                                    400 if sc.blackhole else 0)] if sc.batches else [])
+            for t in senders + batches:
+                t.start()
+            flood = backend.flood(sc.flood, size=200, room=7, tag=f"-c{round}") if sc.flood else None
+            wait = rng.uniform(0.05, 1.2)
+            if sc.blackhole:
+                time.sleep(wait / 2)
+                backend.unblackhole()  # the long outbox is confirmed in bursts from now on
+                wait /= 2
+            time.sleep(wait)
+            try:
+                before = daemon.status(timeout=2)
+            except (OSError, ValueError, AssertionError):
+                before = None
+            # Every send acknowledged so far must survive: the receipts before the cut count.
+            acked = [a for t in senders + batches for a in t.acked]
+            told = [e["record"]["seq"] for e in (sub.snapshot() if sub else []) if e.get("event") == "message"]
+            risk = mount.cut(rng.randrange(1 << 30), torn=True, live=live)
+            cut_at = time.time()
+            daemon.kill()
+            if sub is not None:
+                sub.close()
+            for t in senders:
+                t.stop.set()
+            for t in senders + batches:
+                t.stop() if isinstance(t, BatchSender) else t.join(10)
+            if flood is not None:
+                try:
+                    flood.result(30)
+                except Exception:  # noqa: BLE001 - the daemon went away under the flood
+                    pass
+            if sc.blackhole:
+                backend.unblackhole()
+            mount.stop()
+            tally.cuts += 1
+            tally.renames += risk.get("renames", 0)
+            acked_all += acked
+            if before is not None and sc.sync != "none":
+                durable = max(durable, before["durable_seq"], *told)
+            names = {p.name for p in (live / "state").glob("*")} ^ {p.name for p in (backing / "state").glob("*")}
+            tally.mid_rename += bool(names - {".index"})
+            disk_last, room7 = check_disk(live / "state", backing / "state", durable, cut_at, sc, tally,
+                                   violation, interval_ms, risk)
+        # Every send acknowledged before a cut is delivered, at least once, in order.
+        acked_all.sort(key=lambda a: a["count"])
+        end = time.monotonic() + 30
+        problems = delivery_problems(backend, acked_all)
+        while problems and time.monotonic() < end:
+            time.sleep(0.2)
+            problems = delivery_problems(backend, acked_all)
+        seen = {d.get("client_id") for d in backend.sends()}
+        tally.acked_lost = sum(1 for a in acked_all if a["id"] not in seen)
+        tally.acked = len(acked_all)
+        for p in problems:
+            violation(p)
+    finally:
+        daemon.cleanup()
+        mount.stop()
+        backend.stop()
+    return tally
+
+
+def check_disk(live_dir: Path, disk_dir: Path, durable: int, cut_at: float, sc: Scenario, tally: Tally,
+               violation, interval_ms: int, risk: dict) -> tuple[int, list[int]]:
+    """Checks what survived a cut against what processes saw at the cut; returns the last seq
+    on disk (after the recovery's cut of a torn last line) and the seqs of room 7 there."""
+    seen = records_by_seq(store_files(live_dir)) if live_dir.exists() else {}
+    files = store_files(disk_dir) if disk_dir.exists() else []
+    for f in files:
+        if f.tail:
+            if f.generation == 0:
+                tally.repaired += 1  # the one tear recovery cuts off at start
+            else:
+                tally.torn += 1
+                violation(f"messages.jsonl.{f.generation} ends in a torn line: a rotated file "
+                          "must be complete")
+        bad = [line for line in f.lines if parse_line(line) is None]
+        tally.torn += len(bad)
+        for line in bad[:3]:
+            violation(f"a torn or corrupt line inside generation {f.generation}: {line[:120]!r}")
+    seqs = [parse_line(line)["seq"] for f in files for line in f.lines if parse_line(line)]
+    duplicates = len(seqs) - len(set(seqs))
+    tally.duplicates += duplicates
+    if duplicates:
+        violation(f"{duplicates} seqs appear twice on disk")
+    if any(b <= a for a, b in zip(seqs, seqs[1:])):
+        violation("seq does not increase across the store files")
+    have = records_by_seq(files)
+    last = max(have, default=0)
+    if sc.sync != "none":
+        gone = [q for q in seen if q <= durable and q not in have]
+        changed = [q for q in seen if q <= durable and q in have and have[q] != seen[q]]
+        if gone:
+            violation(f"{len(gone)} records reported durable (<= {durable}) are gone: seq {gone[:3]}..; "
+                      f"lazyfs: {risk}")
+        if changed:
+            violation(f"{len(changed)} records reported durable changed: seq {changed[:3]}")
+    written = max(seen, default=0)
+    tally.at_risk += max(0, written - durable)
+    lost = [q for q in seen if q > last]
+    tally.lost += len(lost)
+    if sc.sync == "batch" and lost:
+        window = (cut_at - parse_time(json.loads(seen[min(lost)])["time"])) * 1000
+        tally.largest_window_ms = max(tally.largest_window_ms, window)
+        # The claim: a power cut loses what arrived in the last interval plus one fsync. A
+        # loaded test machine gets a generous fsync allowance; the table shows the measure.
+        if window > interval_ms + BATCH_FSYNC_ALLOWANCE_MS:
+            violation(f"Sync=batch lost {len(lost)} records received {window:.0f} ms before the cut")
+    room7 = [q for q, line in sorted(have.items()) if str(json.loads(line).get("room")) == "7"]
+    return last, room7
+
+
+# How long one fsync (plus the loop's turn) may take on a shared test machine, for the
+# Sync=batch loss window rule.
+BATCH_FSYNC_ALLOWANCE_MS = 1000
+
+
+def check_restart(daemon, status, durable: int, disk_last: int, room7: list[int], violation) -> None:
+    """The daemon restarted on the surviving state: its seq, and History through the indexes."""
+    if status["last_seq"] < max(durable, disk_last):
+        violation(f"restarted with last seq {status['last_seq']}, below the durable seq {durable} "
+                  f"(disk holds up to {disk_last}): a seq would be used twice")
+    since = max(0, disk_last - 3000)
+    reply = daemon.call("io.chatlink.Daemon.History", {"room": "7", "since_seq": since, "limit": 10000})
+    if "error" in reply:
+        violation(f"History failed after the restart: {reply}")
+        return
+    got = [r["seq"] for r in reply["parameters"]["records"] if r["seq"] <= disk_last]
+    want = [q for q in room7 if since < q <= disk_last]
+    if got != want:
+        extra = sorted(set(got) - set(want))
+        missing = sorted(set(want) - set(got))
+        violation(f"History of room 7 disagrees with the store: {len(got)} vs {len(want)} records "
+                  f"({len(got) - len(set(got))} repeated, {len(extra)} not in the files, e.g. {extra[:3]}, "
+                  f"{len(missing)} missing, e.g. {missing[:3]}; since {since}, disk up to {disk_last}, "
+                  f"History from {got[:1]} to {got[-1:]})")
+
+
+def table(results: list[tuple[str, Tally]]) -> str:
+    head = ("scenario", "cuts", "records at risk", "lost", "torn", "dup seqs", "acked sends", "acked lost",
+            "torn tails cut", "renames", "cuts mid-rename", "max batch loss ms", "violations")
+    rows = [head] + [(n, t.cuts, t.at_risk, t.lost, t.torn, t.duplicates, t.acked, t.acked_lost, t.repaired, t.renames, t.mid_rename,
+                      f"{t.largest_window_ms:.0f}" if t.largest_window_ms else "-", len(t.violations))
+                     for n, t in results]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cuts", type=int, default=40, help="cuts per scenario")
+    ap.add_argument("--seconds", type=float, default=3600, help="stop starting cuts after this long")
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--scenario", action="append", help="only these (by name)")
+    ap.add_argument("--expect-violation", action="store_true",
+                    help="succeed only if there is a violation (for a deliberately broken daemon)")
+    ap.add_argument("--skip-directory-fsync", metavar="REASONS",
+                    help="run the debug daemon with CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC=REASONS "
+                         "(all, or a list of mkdir,create,rotate,compact)")
+    args = ap.parse_args(argv)
+    if args.skip_directory_fsync:
+        os.environ["CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC"] = args.skip_directory_fsync
+    if os.geteuid() != 0 or not Path("/dev/fuse").exists():
+        print("powercut: needs root and /dev/fuse", file=sys.stderr)
+        return 2
+    chosen = [s for s in SCENARIOS if not args.scenario or s.name in args.scenario]
+    print(f"powercut: seed {args.seed}, {args.cuts} cuts per scenario, {len(chosen)} scenarios", flush=True)
+    start = time.monotonic()
+    per = args.seconds / max(1, len(chosen))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="powercut-") as tmp:
+        for i, sc in enumerate(chosen):
+            # One generator per scenario: a scenario's cuts replay alone with the same seed.
+            rng = random.Random(f"{args.seed}/{sc.name}")
+            tally = run_scenario(sc, args.cuts, rng, Path(tmp) / f"s{i}", start + per * (i + 1))
+            results.append((sc.name, tally))
+            print(f"  {sc.name}: {tally.cuts} cuts, {len(tally.violations)} violations", flush=True)
+    print(table(results))
+    violations = [v for _, t in results for v in t.violations]
+    for v in violations[:40]:
+        print("VIOLATION:", v)
+    total = sum(t.cuts for _, t in results)
+    print(f"powercut: {total} cuts, {len(violations)} violations (seed {args.seed})")
+    if args.expect_violation:
+        return 0 if violations else 1
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
