@@ -22,6 +22,9 @@ if [ "$mode" = "--test" ]; then
   # The brokers of the MQTT/STOMP tests (Tests/Fixtures/brokers.py starts private instances
   # of its own; the system services must not start, see below), and mosquitto_pub/_sub.
   packages+=(mosquitto mosquitto-clients rabbitmq-server)
+  # promtool checks the metrics' text, and the metrics test scrapes chatlinkd with a real
+  # Prometheus of its own (its system service must not start either).
+  packages+=(prometheus)
 fi
 
 missing=()
@@ -33,8 +36,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server)
-  # from starting: the tests run their own instances. One already in place is left alone.
+  # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server,
+  # prometheus) from starting: the tests run their own instances. One already in place is
+  # left alone.
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then

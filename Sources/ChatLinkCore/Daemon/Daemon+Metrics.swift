@@ -1,0 +1,38 @@
+import ChatLinkAPI
+import JSON
+import LinkCore
+import Varlink
+
+/// The daemon's metrics: read from the link, the store and the outbox at the moment they are
+/// asked for (a scrape or GetMetrics), so nothing is kept twice and the hot paths only bump
+/// the counters they already had.
+extension Daemon {
+  /// Labels every sample carries. Empty for now: an `instance` label goes here, and only here.
+  static let metricLabels: [MetricLabel] = []
+
+  /// The metrics now.
+  public var metricsSnapshot: DaemonMetrics {
+    var metrics = DaemonMetrics(
+      state: link.state.name, counters: link.counters, version: ChatLinkVersion.current)
+    let traffic = link.traffic
+    metrics.bytesReceived = traffic.bytesReceived
+    metrics.bytesSent = traffic.bytesSent
+    metrics.messagesReceived = traffic.messagesReceived
+    metrics.messagesSent = traffic.messagesSent
+    metrics.queued = outbox.queued
+    metrics.outboxDepth = outbox.pending.count
+    let now = Timestamp.now()
+    if let oldest = outbox.pending.first {
+      metrics.outboxOldestAge = max(0, Double(now.microseconds - oldest.created.microseconds) / 1e6)
+    }
+    metrics.store = store.statistics
+    metrics.lastConnected = link.lastConnected.map { Double($0.microseconds) / 1e6 }
+    return metrics
+  }
+
+  /// The metrics as text of `format`.
+  public func metricsText(_ format: OpenMetricsRenderer.Format) -> String {
+    OpenMetricsRenderer(format: format, constantLabels: Self.metricLabels)
+      .render(metricsSnapshot.families)
+  }
+}
