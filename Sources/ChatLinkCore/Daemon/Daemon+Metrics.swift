@@ -1,4 +1,5 @@
 import ChatLinkAPI
+import EventLoop
 import JSON
 import LinkCore
 import Varlink
@@ -28,6 +29,20 @@ extension Daemon {
     metrics.store = store.statistics
     metrics.lastConnected = link.lastConnected.map { Double($0.microseconds) / 1e6 }
     return metrics
+  }
+
+  /// Opens [Metrics] Listen=, if set. A busy port or a foreign address stops the start: an
+  /// operator who asked for metrics finds out at once, not when a dashboard goes blank.
+  func startMetrics() throws(SystemError) {
+    guard let address = configuration.metricsListen else { return }
+    do {
+      metricsServer = try MetricsServer(loop: loop, address: address) { [unowned self] in
+        self.metricsText($0)
+      }
+    } catch {
+      throw SystemError("[Metrics] Listen=\(address): \(error.call)", errno: error.errno)
+    }
+    logger.info("metrics endpoint ready", ["listen": address.description, "path": "/metrics"])
   }
 
   /// The metrics as text of `format`.
