@@ -28,7 +28,7 @@ _chatlinkctl() {
     cword=$COMP_CWORD
   fi
 
-  local verbs="status send join leave rooms history follow reconnect ping instances help"
+  local verbs="status send join leave rooms history follow reconnect ping metrics instances help"
   local globals="--socket --instance -i --json --help -h"
 
   # The verb is the first word that is neither an option nor an option's value; remember
@@ -65,6 +65,10 @@ _chatlinkctl() {
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       return
       ;;
+    --format)
+      mapfile -t COMPREPLY < <(compgen -W "openmetrics prometheus" -- "$cur")
+      return
+      ;;
     --id | --since | --limit | --timeout) return ;;
   esac
   if [[ $cur == --socket=* ]]; then
@@ -80,6 +84,7 @@ _chatlinkctl() {
     join | leave | rooms | reconnect | ping) options=$globals ;;
     history) options="$globals --room --since --limit" ;;
     follow) options="$globals --room" ;;
+    metrics) options="$globals --format" ;;
     instances) options="$globals --runtime-directory --timeout" ;;
     help)
       mapfile -t COMPREPLY < <(compgen -W "${verbs% help}" -- "$cur")

@@ -25,6 +25,9 @@ if [ "$mode" = "--test" ]; then
   # The power-cut tests' lazy file system: FUSE itself (fusermount3) and what pip builds
   # pyfuse3 against (with pkg-config, above).
   packages+=(fuse3 libfuse3-dev)
+  # promtool checks the metrics' text, and the metrics test scrapes chatlinkd with a real
+  # Prometheus of its own (its system service must not start either).
+  packages+=(prometheus)
 fi
 
 missing=()
@@ -36,8 +39,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server)
-  # from starting: the tests run their own instances. One already in place is left alone.
+  # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server,
+  # prometheus) from starting: the tests run their own instances. One already in place is
+  # left alone.
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then

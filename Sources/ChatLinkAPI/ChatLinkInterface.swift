@@ -102,6 +102,11 @@ public enum ChatLinkInterface {
     # A round trip to the backend.
     method Ping() -> (rtt_ms: float)
 
+    # The daemon's metrics (what [Metrics] Listen= serves over HTTP): format "openmetrics"
+    # (the default: OpenMetrics 1.0 text, ending in "# EOF") or "prometheus" (the classic text
+    # format 0.0.4, which promtool check metrics reads).
+    method GetMetrics(format: ?string) -> (text: string)
+
     error NotConnected (state: string)
     error OutboxFull (limit: int)
     error StorageFailed (reason: string)
@@ -143,7 +148,7 @@ public enum ChatLinkInterface {
     [
       GetStatusMethod.self, SendMethod.self, SendBatchMethod.self, JoinMethod.self,
       LeaveMethod.self, ListRoomsMethod.self, HistoryMethod.self, SubscribeMethod.self,
-      ReconnectMethod.self, PingMethod.self,
+      ReconnectMethod.self, PingMethod.self, GetMetricsMethod.self,
     ]
   }
 

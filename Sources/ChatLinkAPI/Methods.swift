@@ -100,6 +100,14 @@ public enum PingMethod: DaemonMethod {
   public static let name = "Ping"
 }
 
+/// `GetMetrics(format: ?string) -> (text: string)`: the daemon's metrics as OpenMetrics
+/// text, or in Prometheus' classic text format.
+public enum GetMetricsMethod: DaemonMethod {
+  public typealias Parameters = GetMetricsParameters
+  public typealias Reply = GetMetricsReply
+  public static let name = "GetMetrics"
+}
+
 // MARK: org.varlink.service
 
 /// A method of org.varlink.service, which every Varlink service carries.

@@ -168,6 +168,14 @@ public final class ChatLinkClient {
     return reply.rttMs
   }
 
+  /// The daemon's metrics: OpenMetrics text, or with `format` "prometheus" the classic text
+  /// format.
+  public func metrics(format: String? = nil) throws(ClientError) -> String {
+    let reply: GetMetricsReply = try Self.decode(
+      try call(GetMetricsMethod.self, GetMetricsParameters(format: format)))
+    return reply.text
+  }
+
   /// Calls a method that answers once; returns the reply's parameters.
   private func call<Method: VarlinkMethod>(_ method: Method.Type, _ parameters: Method.Parameters)
     throws(ClientError) -> JSONValue

@@ -43,7 +43,7 @@ public struct ChatLinkCtl: ParsableCommand {
       subcommands: [
         StatusCommand.self, SendCommand.self, JoinCommand.self, LeaveCommand.self,
         RoomsCommand.self, HistoryCommand.self, FollowCommand.self, ReconnectCommand.self,
-        PingCommand.self, InstancesCommand.self,
+        PingCommand.self, MetricsCommand.self, InstancesCommand.self,
       ])
   }
 

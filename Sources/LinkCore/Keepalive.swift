@@ -50,6 +50,8 @@ public struct Keepalive: Sendable {
     public var confirmedThrough: UInt64?
     /// Operator pings it answered.
     public var answeredPings: [AnsweredPing]
+    /// The round trip of the outstanding probe, if it answered one.
+    public var roundTrip: Duration? = nil
   }
 
   /// Time between probes.
@@ -139,14 +141,16 @@ public struct Keepalive: Sendable {
     }
     waiters.removeAll { $0.probe.counter <= answered }
     var confirmed: UInt64?
+    var roundTrip: Duration?
     if let probe = outstanding, answered >= probe.counter {
       confirmed = probe.covers
+      roundTrip = now - probe.sentAt
       outstanding = nil
       lastFrame = nil
       // An operator ping sent while another probe was out still needs its deadline.
       if let next = waiters.first { outstanding = next.probe }
     }
-    return Answer(confirmedThrough: confirmed, answeredPings: pings)
+    return Answer(confirmedThrough: confirmed, answeredPings: pings, roundTrip: roundTrip)
   }
 
   /// The dialect's heartbeat was answered: like a pong for the outstanding probe, which

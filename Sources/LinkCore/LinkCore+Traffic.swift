@@ -73,6 +73,7 @@ extension LinkCore {
   mutating func pong(_ payload: [UInt8], now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard connection != nil else { return }
     let answer = keepalive.pong(payload, now: now)
+    if let roundTrip = answer.roundTrip { counters.roundTrips.observe(roundTrip) }
     for ping in answer.answeredPings { actions.append(.pingAnswered(id: ping.id, rtt: ping.rtt)) }
     guard let covered = answer.confirmedThrough else { return }
     // TCP keeps order: this pong proves the backend read everything sent before the ping.

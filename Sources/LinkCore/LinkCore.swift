@@ -185,6 +185,7 @@ public struct LinkCore {
   ) {
     guard connection != nil else { return }
     let outcome = endingBecause ?? inPhase(reported, now: now)
+    counters.endings[outcome.kind, default: 0] += 1
     connectionEnded(now: now, &actions)
     if stopping {
       finishStop(&actions)
@@ -276,6 +277,8 @@ public struct LinkCore {
     actions.append(.disarm(.retry))
     if connection != nil {
       actions.append(.drop(.goingAway, reason: "reconnecting"))
+      // Dropped here, so no `ended` follows: count it as what it is, given up by us.
+      counters.endings[ConnectionOutcome.cancelled.kind, default: 0] += 1
       connectionEnded(now: now, &actions)
     }
     connect(&actions)

@@ -172,7 +172,7 @@ public enum LinkReport: Sendable {
   case protocolProblem(String)
 }
 
-/// Counters for status.
+/// Counters for status and metrics; they only grow, across reconnects and reloads.
 public struct LinkCounters: Sendable, Hashable {
   /// Inbound records stored.
   public var received = 0
@@ -186,6 +186,10 @@ public struct LinkCounters: Sendable, Hashable {
   public var connects = 0
   /// Connection attempts.
   public var attempts = 0
+  /// Connection attempts and connections that ended, by how (`ConnectionOutcome.kind`).
+  public var endings: [String: Int] = [:]
+  /// Round trips of answered probes (keepalive and operator pings), in seconds.
+  public var roundTrips = Histogram(bounds: Histogram.latencyBounds)
 
   /// All zero.
   public init() {}

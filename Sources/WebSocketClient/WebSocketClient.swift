@@ -103,6 +103,8 @@ public final class WebSocketClient: ByteStreamDelegate {
   }
 
   public weak var delegate: (any WebSocketClientDelegate)?
+  /// Where this connection's traffic is counted, if anywhere.
+  public var traffic: TrafficMeter?
   /// The configuration in use.
   public let configuration: Configuration
   /// The current phase.
@@ -206,6 +208,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   public func send(text: String) throws(ClientConnection.SendError) {
     guard let connection else { throw .notOpen(.handshaking) }
     try connection.send(text: text)
+    traffic?.messagesSent += 1
     scheduleFlush()
   }
 
@@ -213,6 +216,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   public func send(text: UnsafeRawBufferPointer) throws(ClientConnection.SendError) {
     guard let connection else { throw .notOpen(.handshaking) }
     try connection.send(text: text)
+    traffic?.messagesSent += 1
     scheduleFlush()
   }
 
@@ -220,6 +224,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   public func send(_ message: Message) throws(ClientConnection.SendError) {
     guard let connection else { throw .notOpen(.handshaking) }
     try connection.send(message)
+    traffic?.messagesSent += 1
     scheduleFlush()
   }
 
@@ -261,6 +266,7 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
     guard let connection else { return }
+    traffic?.bytesReceived += bytes.count
     connection.receive(bytes)
     while phase != .closed, let event = connection.nextEvent() {
       handle(event)
@@ -305,6 +311,7 @@ public final class WebSocketClient: ByteStreamDelegate {
       stream = nil
       end(.handshakeFailed(error))
     case .message(let message):
+      traffic?.messagesReceived += 1
       delegate?.webSocket(self, didReceive: message)
     case .ping(let payload):
       delegate?.webSocket(self, didReceivePing: payload)
@@ -367,7 +374,11 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   private func flush() {
     guard let connection, let stream, connection.hasOutbound else { return }
-    connection.writeOutbound { stream.write($0) }
+    let traffic = traffic
+    connection.writeOutbound { bytes in
+      traffic?.bytesSent += bytes.count
+      stream.write(bytes)
+    }
   }
 
   private func end(_ reason: Disconnect) {

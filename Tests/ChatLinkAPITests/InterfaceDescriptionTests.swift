@@ -24,7 +24,7 @@ final class InterfaceDescriptionTests: XCTestCase {
   func testTheInterfaceDescriptionNamesEveryMethodAndError() {
     for method in [
       "GetStatus", "Send", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect",
-      "Ping",
+      "Ping", "GetMetrics",
     ] {
       XCTAssertTrue(ChatLinkInterface.description.contains("method \(method)("), method)
     }

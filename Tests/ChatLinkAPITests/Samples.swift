@@ -55,6 +55,7 @@ enum Samples {
       HistoryParameters(room: "7", sinceSeq: 41, sinceTime: time, limit: 10),
       HistoryReply(records: [record]), SubscribeParameters(room: "7"),
       SubscribeReply(event: events[2]), PingReply(rttMs: 1.25),
+      GetMetricsReply(text: "# EOF\n"), GetMetricsParameters(format: "prometheus"),
       ServiceInfo(
         vendor: "ChatLink", product: "chatlinkd", version: "0.1.0", url: "https://example.org",
         interfaces: ["org.varlink.service", "io.chatlink.Daemon"]),

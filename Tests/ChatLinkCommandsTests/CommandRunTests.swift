@@ -259,6 +259,7 @@ final class CommandRunTests: XCTestCase {
       ["status"], ["status", "--watch"], ["send", "x"], ["send", "-"], ["join", "7"],
       ["leave", "7"],
       ["rooms"], ["history"], ["follow"], ["reconnect"], ["ping"],
+      ["metrics"],
     ] {
       let run = chatlinkctl(["--socket", path] + verb, input: ["a"], polls: 2)
       XCTAssertEqual(run.status, 3, "\(verb): \(run.errors)")
@@ -301,6 +302,18 @@ final class CommandRunTests: XCTestCase {
     XCTAssertEqual(
       chatlinkctl(["--socket", daemon.path, "rooms", "--json"]).output,
       #"{"rooms":["7","ops"]}"# + "\n")
+  }
+
+  func testMetricsPrintsTheTextAsItCameAndAsJSONOnRequest() throws {
+    let text = "# TYPE chatlink_connects counter\nchatlink_connects_total 2\n# EOF\n"
+    let daemon = try FakeDaemon(["GetMetrics": .object(["text": .string(text)])])
+    let run = chatlinkctl(["--socket", daemon.path, "metrics"])
+    XCTAssertEqual(run.status, 0, run.errors)
+    XCTAssertEqual(run.output, text)
+    XCTAssertEqual(daemon.calls.map(\.method), [method + "GetMetrics"])
+    XCTAssertEqual(
+      chatlinkctl(["--socket", daemon.path, "metrics", "--json"]).output,
+      ##"{"text":"# TYPE chatlink_connects counter\nchatlink_connects_total 2\n# EOF\n"}"## + "\n")
   }
 
   func testPingPrintsTheRoundTrip() throws {

@@ -4,7 +4,7 @@ import XCTest
 final class HelpTests: XCTestCase {
   private let verbs = [
     "status", "send", "join", "leave", "rooms", "history", "follow", "reconnect", "ping",
-    "instances",
+    "metrics", "instances",
   ]
 
   func testEveryVerbsHelpShowsItsAbstractUsageAndOptions() {

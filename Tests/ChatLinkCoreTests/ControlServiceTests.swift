@@ -42,7 +42,7 @@ final class ControlServiceTests: XCTestCase {
       Set(ControlService.methods.filter(\.value.readOnly).keys),
       [
         "org.varlink.service.GetInfo", "org.varlink.service.GetInterfaceDescription",
-        daemon + "GetStatus", daemon + "ListRooms",
+        daemon + "GetStatus", daemon + "ListRooms", daemon + "GetMetrics",
       ])
   }
 
@@ -363,6 +363,27 @@ final class ControlServiceTests: XCTestCase {
     client.call(PingMethod.self, EmptyObject())
     XCTAssertEqual(
       try client.error(), .named("io.chatlink.Daemon.NotConnected", json(#"{"state":"waiting"}"#)))
+  }
+
+  func testGetMetricsAnswersWithTheTargetsOpenMetricsText() throws {
+    target.metrics = "# TYPE chatlink_connects counter\nchatlink_connects_total 7\n# EOF\n"
+    let client = try fixture.client(readOnly: true)
+    client.call(GetMetricsMethod.self, GetMetricsParameters())
+    XCTAssertEqual(try GetMetricsReply(json: try client.reply().parameters).text, target.metrics)
+    client.call(GetMetricsMethod.self, GetMetricsParameters(format: "prometheus"))
+    XCTAssertNil(try client.reply().error)
+    XCTAssertEqual(target.metricsFormats, [.openMetrics, .prometheus])
+  }
+
+  func testGetMetricsRefusesAnUnknownFormatNamingTheParameter() throws {
+    let client = try fixture.client()
+    client.call(GetMetricsMethod.self, GetMetricsParameters(format: "json"))
+    XCTAssertEqual(
+      try client.error(),
+      .named(
+        "io.chatlink.Daemon.InvalidParameter",
+        json(#"{"parameter":"format","reason":"must be openmetrics or prometheus"}"#)))
+    XCTAssertEqual(target.metricsFormats, [])
   }
 
   func testOnewayCallsAreCarriedOutWithoutAReply() throws {

@@ -21,6 +21,13 @@ final class FakeTarget: ControlTarget {
   var hasRooms = true
   var defaultRoom = RoomID("7")
   var storeFailure: String?
+  var metrics = "# TYPE chatlink_connects counter\nchatlink_connects_total 1\n# EOF\n"
+  /// The formats GetMetrics asked for.
+  var metricsFormats: [OpenMetricsRenderer.Format] = []
+  func metricsText(_ format: OpenMetricsRenderer.Format) -> String {
+    metricsFormats.append(format)
+    return metrics
+  }
   /// What Ping answers.
   var ping: Result<Duration, DaemonError> = .success(.microseconds(1250))
   /// What History answers.

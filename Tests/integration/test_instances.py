@@ -168,3 +168,20 @@ def test_an_invalid_instance_name_is_a_usage_error_for_both_programs(tmp_path):
         assert run.returncode == 2 and why in run.stderr, (name, run.stderr)
     run = ctl("--instance", "a", "--socket", str(tmp_path / "s"), "status")
     assert run.returncode == 2 and "give one of them" in run.stderr
+
+
+def test_an_instances_metrics_carry_its_name_as_a_label(make_daemon, backend, rundir):
+    import test_metrics  # noqa: PLC0415 - its helpers (chatlinkctl metrics, promtool)
+
+    prod = instance(make_daemon, rundir, "prod")
+    plain = instance(make_daemon, rundir, None)
+    for d in (prod, plain):
+        wait_until(lambda d=d: d.status()["state"] == "open", 10, message="open")
+    text = test_metrics.chatlinkctl_metrics(prod, "--format", "prometheus")
+    samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert samples and all('instance="prod"' in line for line in samples), samples[:5]
+    if test_metrics.PROMTOOL:
+        test_metrics.promtool_check(text)
+    plain_samples = [line for line in test_metrics.chatlinkctl_metrics(plain).splitlines()
+                     if line and not line.startswith("#")]
+    assert plain_samples and not any("instance=" in line for line in plain_samples), plain_samples[:5]

@@ -347,6 +347,18 @@ public enum ConfigLoader {
       },
       "SocketGroup": { (c, v) throws(ValueError) in c.socketGroup = try nonEmpty(v) },
     ],
+    "Metrics": [
+      "Listen": { (c, v) throws(ValueError) in
+        guard !v.isEmpty else {
+          c.metricsListen = nil
+          return
+        }
+        switch MetricsListenAddress.parse(v) {
+        case .success(let address): c.metricsListen = address
+        case .failure(let error): throw ValueError(message: error.message)
+        }
+      }
+    ],
     "Daemon": [
       "LogLevel": { (c, v) throws(ValueError) in
         guard Logger.Level(name: v) != nil else {

@@ -127,6 +127,10 @@ public struct Configuration: Sendable, Hashable {
   /// Its group; members may call every method.
   public var socketGroup = "chatlink"
 
+  // [Metrics]
+  /// Where the HTTP metrics endpoint listens; nil (the default) serves none.
+  public var metricsListen: MetricsListenAddress?
+
   // [Daemon]
   /// The lowest log level written.
   public var logLevel = "info"
@@ -165,7 +169,7 @@ public struct Configuration: Sendable, Hashable {
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
-      socketGroup, logLevel, instance?.name ?? "",
+      socketGroup, metricsListen?.description ?? "", logLevel, instance?.name ?? "",
     ]
   }
 }

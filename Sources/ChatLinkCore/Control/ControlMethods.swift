@@ -31,8 +31,8 @@ struct ControlMethod: Sendable {
 }
 
 extension ControlService {
-  /// Every method served, by the name a call carries. Read-only: what `status` and `rooms`
-  /// need, and the service interface; the rest change something or read the messages.
+  /// Every method served, by the name a call carries. Read-only: what `status`, `rooms` and
+  /// `metrics` need, and the service interface; the rest change something or read the messages.
   static let methods: [String: ControlMethod] = Dictionary(
     uniqueKeysWithValues: [
       ControlMethod.of(GetInfoMethod.self, readOnly: true, ControlService.getInfo),
@@ -48,6 +48,7 @@ extension ControlService {
       ControlMethod.of(SubscribeMethod.self, ControlService.subscribe),
       ControlMethod.of(ReconnectMethod.self, ControlService.reconnect),
       ControlMethod.of(PingMethod.self, ControlService.ping),
+      ControlMethod.of(GetMetricsMethod.self, readOnly: true, ControlService.getMetrics),
     ])
 
   /// GetInfo's reply.
@@ -62,6 +63,19 @@ extension ControlService {
 
   private func getStatus(_: EmptyObject, _ request: ControlRequest) {
     request.reply(GetStatusReply(status: target.status))
+  }
+
+  private func getMetrics(_ parameters: GetMetricsParameters, _ request: ControlRequest)
+    throws(DaemonError)
+  {
+    var format = OpenMetricsRenderer.Format.openMetrics
+    if let name = parameters.format {
+      guard let named = OpenMetricsRenderer.Format(rawValue: name) else {
+        throw .invalidParameter(parameter: "format", reason: "must be openmetrics or prometheus")
+      }
+      format = named
+    }
+    request.reply(GetMetricsReply(text: target.metricsText(format)))
   }
 
   private func listRooms(_: EmptyObject, _ request: ControlRequest) {

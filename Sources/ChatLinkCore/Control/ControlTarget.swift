@@ -19,6 +19,8 @@ public protocol ControlTarget: AnyObject {
   /// Why the store cannot write, while it cannot. The outbox shares its disk, so sends are
   /// refused then rather than accepted and lost.
   var storeFailure: String? { get }
+  /// The metrics now, as text of `format` (GetMetrics, and the HTTP endpoint).
+  func metricsText(_ format: OpenMetricsRenderer.Format) -> String
 
   /// Joins `room` now and after every reconnect.
   func join(_ room: RoomID)

@@ -57,6 +57,8 @@ public final class Daemon {
   var heldMessages = DurableEventGate<HeldMessage>()
   public private(set) var control: ControlServer?
   public private(set) var service: ControlService?
+  /// The HTTP metrics endpoint, when [Metrics] Listen= names one.
+  public internal(set) var metricsServer: MetricsServer?
   private var tlsContext: TLSContext?
   private var sigterm: SignalWatcher?
   private var sigint: SignalWatcher?
@@ -171,6 +173,7 @@ public final class Daemon {
   public func start() throws(SystemError) {
     signal(SIGPIPE, SIG_IGN)
     try startControl()
+    try startMetrics()
     sigterm = try loop.onSignal(SIGTERM) { [unowned self] in self.shutdown(reason: "SIGTERM") }
     sigint = try loop.onSignal(SIGINT) { [unowned self] in self.shutdown(reason: "SIGINT") }
     sighup = try loop.onSignal(SIGHUP) { [unowned self] in self.reload() }
@@ -293,6 +296,7 @@ public final class Daemon {
       ("[Control] Socket", new.controlSocket != old.controlSocket),
       ("[Control] SocketMode", new.socketMode != old.socketMode),
       ("[Control] SocketGroup", new.socketGroup != old.socketGroup),
+      ("[Metrics] Listen", new.metricsListen != old.metricsListen),
     ]
     let unchangeable = restartOnly.filter(\.1).map(\.0)
     if !unchangeable.isEmpty {

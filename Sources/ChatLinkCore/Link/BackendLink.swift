@@ -33,6 +33,10 @@ public final class BackendLink: WebSocketClientDelegate {
   public var displayURL: String { settings.url.description }
   /// The settings in force.
   public private(set) var settings: BackendSettings
+  /// Bytes and messages over the wire, summed over every connection.
+  public let traffic = TrafficMeter()
+  /// When a session last became usable (wall clock), for metrics.
+  public private(set) var lastConnected: Timestamp?
 
   /// Called on every state change, with the reason.
   public var onStateChange: ((ConnectionState, String) -> Void)?
@@ -193,7 +197,9 @@ public final class BackendLink: WebSocketClientDelegate {
     case .requestOutbox: offerOutbox()
     case .pauseReading: client?.isReadingPaused = true
     case .resumeReading: client?.isReadingPaused = false
-    case .stateChanged(let state, let reason): onStateChange?(state, reason)
+    case .stateChanged(let state, let reason):
+      if state == .open { lastConnected = .now() }
+      onStateChange?(state, reason)
     case .sent(let entry): onSent?(entry)
     case .pingAnswered(let id, let rtt): pingCompletions.removeValue(forKey: id)?(.success(rtt))
     case .pingFailed(let id, let error): pingCompletions.removeValue(forKey: id)?(.failure(error))
@@ -210,6 +216,7 @@ public final class BackendLink: WebSocketClientDelegate {
       loop: loop, resolver: resolver, tlsContext: settings.url.secure ? tlsContext : nil,
       configuration: settings.clientConfiguration(offering: core.offeredSubprotocols))
     client.delegate = self
+    client.traffic = traffic
     self.client = client
     acknowledgements.connectionChanged()
     client.connect()

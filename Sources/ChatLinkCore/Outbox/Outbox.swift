@@ -42,6 +42,8 @@ public final class Outbox {
   public private(set) var corruptLines = 0
   /// Called after new entries became durable and pending.
   public var onEnqueued: (() -> Void)?
+  /// Entries queued since start (durable and accepted): only grows.
+  public private(set) var queued = 0
 
   private let loop: EventLoop
   private let disk: BackgroundWorker
@@ -309,6 +311,7 @@ public final class Outbox {
     case .success(let size):
       logSize = size
       entries.append(contentsOf: written)
+      queued += written.count
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
       if !written.isEmpty { onEnqueued?() }
     case .failure(let error):

@@ -63,6 +63,8 @@ public final class MessageStore {
   public private(set) var durableSeq: UInt64
   /// The last write error, while writes are failing.
   public private(set) var failure: SystemError?
+  /// What the disk jobs did so far, for metrics.
+  public private(set) var statistics = StoreStatistics()
   /// Called when `durableSeq` advances.
   public var onDurable: ((UInt64) -> Void)?
   /// Called after every write attempt, so a producer paused on `isBehind` can resume.
@@ -279,6 +281,7 @@ public final class MessageStore {
     inFlight = false
     inFlightBytes = 0
     defer { onWritten?() }
+    statistics.record(outcome, bytes: chunk.bytes.count, records: lines.count)
     switch outcome {
     case .written:
       spare?.keep(chunk)

@@ -18,7 +18,8 @@ final class RotatingLog: @unchecked Sendable {
 
   /// What one write job did.
   enum Outcome: Sendable {
-    case written(synced: Bool)
+    /// The chunk is in the file; `syncTime` is how long the fsync took, when there was one.
+    case written(rotated: Bool, syncTime: Duration?)
     case failed(SystemError)
   }
 
@@ -50,15 +51,22 @@ final class RotatingLog: @unchecked Sendable {
   func write(_ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool) -> Outcome {
     do {
       if directoryUnsynced { try syncDirectory() }
-      if current.size >= maxFileSize { try rotate() }
+      let rotated = current.size >= maxFileSize
+      if rotated { try rotate() }
       if !chunk.isEmpty {
         index.prepare(file: current, chunk: chunk)
         let offset = current.size
         try current.append(chunk)
         index.appended(lines, firstSeq: firstSeq, at: offset)
       }
-      if sync { try current.sync() }
-      return .written(synced: sync)
+      var syncTime: Duration?
+      if sync {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try current.sync()
+        syncTime = clock.now - start
+      }
+      return .written(rotated: rotated, syncTime: syncTime)
     } catch {
       return .failed(error)
     }

@@ -1,0 +1,33 @@
+import LinkCore
+
+/// What the store's disk jobs did since the daemon started: counters that only grow, and the
+/// fsync durations. Kept on the loop from each job's outcome, so the disk thread shares
+/// nothing.
+public struct StoreStatistics: Sendable, Hashable {
+  /// Bytes appended to messages.jsonl (and its successors after rotations).
+  public private(set) var bytesWritten = 0
+  /// Records (lines) appended.
+  public private(set) var recordsWritten = 0
+  /// Rotations of messages.jsonl.
+  public private(set) var rotations = 0
+  /// Disk jobs that failed (the records stay queued and are written again).
+  public private(set) var writeErrors = 0
+  /// How long each fsync of messages.jsonl took, in seconds.
+  public private(set) var syncDurations = Histogram(bounds: Histogram.latencyBounds)
+
+  /// Nothing written yet.
+  public init() {}
+
+  /// Counts one disk job's outcome: a chunk of `bytes` holding `records` lines.
+  mutating func record(_ outcome: RotatingLog.Outcome, bytes: Int, records: Int) {
+    switch outcome {
+    case .written(let rotated, let syncTime):
+      bytesWritten += bytes
+      recordsWritten += records
+      if rotated { rotations += 1 }
+      if let syncTime { syncDurations.observe(syncTime) }
+    case .failed:
+      writeErrors += 1
+    }
+  }
+}
