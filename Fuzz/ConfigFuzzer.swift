@@ -324,7 +324,7 @@ let settingKeys: [(section: String, key: String)] = [
   ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
   ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
   ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
-  ("Daemon", "LogLevel"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
+  ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
   ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
   ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
   ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
@@ -483,6 +483,13 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     }
   case "SocketIO", "MQTT", "STOMP":
     return referenceDialect(a, to: &c)
+  case "Metrics":
+    guard a.key == "Listen" else { return .unknownKey }
+    if v.isEmpty {
+      c.metricsListen = nil
+      return .ok
+    }
+    return set(referenceListen(v)) { c.metricsListen = $0 }
   case "Daemon":
     guard a.key == "LogLevel" else { return .unknownKey }
     return set(logLevels.contains(v.lowercased()) ? v.lowercased() : nil) { c.logLevel = $0 }
@@ -490,6 +497,32 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     return .unknownSection
   }
   return .ok
+}
+
+/// [Metrics] Listen=: PORT (loopback), IPV4:PORT or [IPV6]:PORT, addresses as inet_pton reads
+/// them, the port 1 to 5 digits from 1 to 65535.
+func referenceListen(_ v: String) -> MetricsListenAddress? {
+  let chars = Array(v.unicodeScalars)
+  var host = "127.0.0.1"
+  var portChars = chars[...]
+  if chars.first == "[" {
+    guard let close = chars.firstIndex(of: "]"), close + 1 < chars.count, chars[close + 1] == ":"
+    else { return nil }
+    host = String(String.UnicodeScalarView(chars[1..<close]))
+    portChars = chars[(close + 2)...]
+    var buffer = [UInt8](repeating: 0, count: 16)
+    guard inet_pton(AF_INET6, host, &buffer) == 1 else { return nil }
+  } else if let colon = chars.lastIndex(of: ":") {
+    host = String(String.UnicodeScalarView(chars[..<colon]))
+    portChars = chars[(colon + 1)...]
+    var buffer = [UInt8](repeating: 0, count: 4)
+    guard inet_pton(AF_INET, host, &buffer) == 1 else { return nil }
+  }
+  guard (1...5).contains(portChars.count), portChars.allSatisfy({ ("0"..."9").contains($0) })
+  else { return nil }
+  let port = portChars.reduce(0) { $0 * 10 + Int($1.value - 48) }
+  guard (1...65535).contains(port) else { return nil }
+  return MetricsListenAddress(host: host, port: UInt16(port))
 }
 
 func referenceLoad(_ sources: [Source]) -> Result<Configuration, RefError> {

@@ -15,7 +15,14 @@ extension LinkCore {
       actions.append(.store(record, acknowledgement: acknowledgement))
     }
     for reply in reading.replies { actions.append(.send(reply)) }
-    if reading.heartbeatAnswered { keepalive.heartbeatAnswered() }
+    if reading.heartbeatAnswered {
+      // A dialect's heartbeat answer (MQTT's PINGRESP) is its pong: its round trip counts.
+      // (During the set-up the outstanding probe is the set-up itself, not a heartbeat.)
+      if current == .ready, let probe = keepalive.outstanding, probe.counter == 0 {
+        counters.roundTrips.observe(now - probe.sentAt)
+      }
+      keepalive.heartbeatAnswered()
+    }
     if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
       confirm(sent, &actions)
     }

@@ -101,6 +101,8 @@ final class BackendProtocolSeamTests: XCTestCase {
       link.on(.timerFired(.keepalive)), ["arm keepalive 10", "send PING", "arm pongDeadline 5"])
     link.advance(.seconds(1))
     link.on(.message(text("PONG")))
+    XCTAssertEqual(link.core.counters.roundTrips.count, 1, "the set-up is no round trip")
+    XCTAssertEqual(link.core.counters.roundTrips.sum, 1)
     link.advance(.seconds(5))
     XCTAssertEqual(link.on(.timerFired(.pongDeadline)), [], "answered: nothing outstanding")
     link.on(.timerFired(.keepalive))

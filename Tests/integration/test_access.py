@@ -75,6 +75,8 @@ def test_a_user_outside_the_group_gets_read_only_methods_on_a_world_accessible_s
     assert status["parameters"]["status"]["state"] == "open", status
     info = as_nobody(d.socket_path, "org.varlink.service.GetInfo")
     assert "io.chatlink.Daemon" in info["parameters"]["interfaces"]
+    metrics = as_nobody(d.socket_path, "io.chatlink.Daemon.GetMetrics")
+    assert metrics["parameters"]["text"].endswith("# EOF\n"), metrics
     for method, params in [("io.chatlink.Daemon.Send", {"room": "7", "text": "not allowed"}),
                            ("io.chatlink.Daemon.SendBatch", {"room": "7", "texts": ["not allowed"]}),
                            ("io.chatlink.Daemon.Join", {"room": "x"}),

@@ -177,6 +177,35 @@ def test_connections_beyond_the_limit_are_closed_at_once_and_the_loop_goes_on(me
     wait_until(lambda: http_get(d.metrics_port)[0] == 200, 5, message="a free slot after the idle ones left")
 
 
+def test_a_client_that_sends_no_complete_request_is_closed_after_the_idle_limit(metrics_daemon):
+    d = metrics_daemon
+    d.wait_state("open")
+    slow = socket.create_connection(("127.0.0.1", d.metrics_port), timeout=10)
+    slow.sendall(b"GET /metr")
+    started = time.monotonic()
+    try:
+        assert slow.recv(1024) == b""
+    except ConnectionResetError:
+        pass
+    elapsed = time.monotonic() - started
+    slow.close()
+    assert 4 <= elapsed < 8, elapsed
+
+
+def test_an_oversized_request_head_is_refused_with_431(metrics_daemon):
+    d = metrics_daemon
+    d.wait_state("open")
+    with socket.create_connection(("127.0.0.1", d.metrics_port), timeout=5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n")
+        answer = b""
+        try:
+            while chunk := s.recv(4096):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:100]
+
+
 def test_a_busy_port_stops_the_start_with_a_clear_error(make_daemon):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ from conftest import Subscription, read_store, wait_delivered, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
-METHODS = {"GetStatus", "Send", "SendBatch", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect", "Ping"}
+METHODS = {"GetStatus", "Send", "SendBatch", "Join", "Leave", "ListRooms", "History", "Subscribe", "Reconnect", "Ping", "GetMetrics"}
 
 
 def test_getinfo_names_the_product_and_both_interfaces(daemon):

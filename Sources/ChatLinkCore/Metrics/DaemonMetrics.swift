@@ -74,7 +74,9 @@ public struct DaemonMetrics: Sendable {
         samples: lastConnected.map { [.init(value: $0)] } ?? []),
       .histogram(
         "chatlink_ping_rtt_seconds", unit: "seconds",
-        help: "Round trips of answered pings (keepalive and chatlinkctl ping).",
+        help:
+          "Round trips of answered keepalive probes (WebSocket pings, MQTT PINGREQs) and "
+          + "chatlinkctl pings.",
         counters.roundTrips),
     ]
   }

@@ -1,5 +1,9 @@
+@preconcurrency import Glibc
+
 /// `[Metrics] Listen=`'s value: a numeric address and a port. "9105" alone means
 /// 127.0.0.1:9105 (loopback unless an address is named); IPv6 goes in brackets, "[::1]:9105".
+/// Addresses are checked as the kernel will read them (inet_pton), so a bad one is a config
+/// error, not a surprise at bind time; names are never looked up.
 public struct MetricsListenAddress: Sendable, Hashable, CustomStringConvertible {
   public var host: String
   public var port: UInt16
@@ -21,19 +25,23 @@ public struct MetricsListenAddress: Sendable, Hashable, CustomStringConvertible 
       }
       host = String(text[text.index(after: text.startIndex)..<close])
       portText = text[text.index(close, offsetBy: 2)...]
-      guard host.contains(":"), host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+      var address = in6_addr()
+      guard inet_pton(AF_INET6, host, &address) == 1 else {
         return .failure(ParseError("'\(host)' is not a numeric IPv6 address"))
       }
     } else if let colon = text.lastIndex(of: ":") {
       host = String(text[..<colon])
       portText = text[text.index(after: colon)...]
-      let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-      guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
+      var address = in_addr()
+      guard inet_pton(AF_INET, host, &address) == 1 else {
         return .failure(
-          ParseError("'\(host)' is not a numeric IPv4 address (names are not looked up)"))
+          ParseError(
+            "'\(host)' is not a numeric IPv4 address (names are not looked up; IPv6 needs [ ])"))
       }
     }
-    guard let port = UInt16(portText), port > 0 else {
+    guard (1...5).contains(portText.count), portText.allSatisfy({ ("0"..."9").contains($0) }),
+      let port = UInt16(portText), port > 0
+    else {
       return .failure(ParseError("'\(portText)' is not a port from 1 to 65535"))
     }
     return .success(MetricsListenAddress(host: host, port: port))
