@@ -27,7 +27,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -116,7 +118,7 @@ def source_proc(*args) -> tuple:
 
 # Each chatlinkd variant comes before its write limit: in the first repetition (the list's own
 # order) the writer needs the stored bytes and write sizes of a chatlinkd trial of the run.
-INBOUND_SUBJECTS = ["chatlinkd", "write limit", "chatlinkd deflate", "chatlinkd always",
+INBOUND_SUBJECTS = ["chatlinkd", "write limit", "chatlinkd scraped", "chatlinkd deflate", "chatlinkd always",
                     "write limit always", "Go gorilla", "Go gorilla buffered", "Python websockets",
                     "drain"]
 # Subjects whose peak RSS says nothing about a client (a Python interpreter, a writer that holds
@@ -126,6 +128,7 @@ GO_FLUSH_EVERY = 1000
 LABELS = {
     "chatlinkd": "chatlinkd (Compression=no)",
     "write limit": f"write limit: the same bytes appended in chatlinkd's write sizes, fdatasync every {SYNC_INTERVAL_MS} ms",
+    "chatlinkd scraped": "chatlinkd (Compression=no), its /metrics scraped every second",
     "chatlinkd deflate": "chatlinkd (Compression=yes, deflated frames)",
     "chatlinkd always": "chatlinkd (Compression=no, Sync=always)",
     "write limit always": "write limit, Sync=always: an fdatasync after each of chatlinkd's writes",
@@ -180,6 +183,31 @@ def write_limit_trial(subject: str, n: int) -> Trial:
     return Trial(subject, values, load.others_percent)
 
 
+class Scraper(threading.Thread):
+    """GET /metrics every second, as a Prometheus with a 1 s scrape interval would."""
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        self.port = port
+        self.done = threading.Event()
+        self.scrapes = 0
+
+    def run(self):
+        while not self.done.wait(1.0):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
+                    r.read()
+                self.scrapes += 1
+            except OSError:
+                pass
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def inbound_trial(subject: str, n: int) -> Trial:
     if subject.startswith("write limit"):
         return write_limit_trial(subject, n)
@@ -193,12 +221,20 @@ def inbound_trial(subject: str, n: int) -> Trial:
     timeout = max(120, n / 10_000)
     expected_text = f'"message":"#{n - 1:07d} '.encode()
     poller = None
+    scraper = None
     disk_io: dict[str, int] = {}
     if subject.startswith("chatlinkd"):
         sync = "always" if subject == "chatlinkd always" else "batch"
+        extra = {}
+        if subject == "chatlinkd scraped":
+            metrics_port = free_tcp_port()
+            extra["Metrics"] = {"Listen": f"127.0.0.1:{metrics_port}"}
         daemon = Chatlinkd(work, url, Backend={"Compression": "yes" if deflate else "no"},
-                           Store={"Sync": sync, "SyncIntervalMSec": SYNC_INTERVAL_MS})
+                           Store={"Sync": sync, "SyncIntervalMSec": SYNC_INTERVAL_MS}, **extra)
         proc = daemon.start()
+        if subject == "chatlinkd scraped":
+            scraper = Scraper(metrics_port)
+            scraper.start()
         poller = DurablePoller(daemon.client(), interval=0.002, target=n)
         poller.start()
         connected = src_lines.json("connected", 30)
@@ -222,6 +258,9 @@ def inbound_trial(subject: str, n: int) -> Trial:
         files, newest = ([out], out) if subject != "drain" else ([], None)
     seconds = done - connected
     cpu, hwm, src_cpu = cpu_seconds(proc.pid), hwm_mb(proc.pid), cpu_seconds(src.pid)
+    if scraper:
+        scraper.done.set()
+        scraper.join(5)
     if poller:
         poller.stop()
         poller.client.close()
@@ -316,11 +355,16 @@ def scenario_inbound(report: Report) -> None:
                         for a, b in zip(results[big]["chatlinkd"], results[big]["Go gorilla"]))
     limit_rate = med(big, "write limit", "rate")
     a_rate, a_limit = med(big, "chatlinkd always", "rate"), med(big, "write limit always", "rate")
+    s_rate = med(big, "chatlinkd scraped", "rate")
+    plain_rates = [t.values["rate"] for t in results[big]["chatlinkd"]]
     report.targets([
         check(f"inbound msgs/s ≥ 3× Go: {d_rate:,.0f} vs {go_rate:,.0f} = {d_rate / go_rate:.2f}× "
               f"(repetition by repetition: {per_rep})", d_rate >= 3 * go_rate),
         check(f"durable inbound (Sync=batch) ≥ 30 % of the write limit: {d_rate:,.0f} vs {limit_rate:,.0f} "
               f"= {100 * d_rate / limit_rate:.0f} %", d_rate >= 0.3 * limit_rate),
+        check(f"a scrape of /metrics every second leaves inbound within the noise: {s_rate:,.0f} msgs/s "
+              f"scraped vs {d_rate:,.0f} (unscraped repetitions {min(plain_rates):,.0f}–{max(plain_rates):,.0f})",
+              min(plain_rates) * 0.95 <= s_rate),
         check(f"Sync=always inbound ≥ 3× Go: {a_rate:,.0f} vs {go_rate:,.0f} = {a_rate / go_rate:.2f}× "
               f"({100 * a_rate / a_limit:.0f} % of its write limit, {a_limit:,.0f} msgs/s)", a_rate >= 3 * go_rate),
         check(f"inbound CPU ≤ 1/3 of Go's: {d_cpu:.2f} s vs {go_cpu:.2f} s = {d_cpu / go_cpu:.2f} of it", d_cpu <= go_cpu / 3),
