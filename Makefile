@@ -88,10 +88,16 @@ profile: setup-test
 	RELEASE_SCRATCH=.cache/bench/build scripts/build-release.sh .cache/bench/build/bin chatlinkd chatlinkctl chatlink-devserver
 	bench/profile.sh flood
 
+# scripts/chatlinkd.order, the function order of chatlinkd's release link, from callgrind runs
+# of the release binaries (idle, then a flood); rerun when build-release.sh says it has drifted.
+order-file: setup-test
+	RELEASE_SCRATCH=.cache/bench/build scripts/build-release.sh .cache/bench/build/bin chatlinkd chatlinkctl chatlink-devserver
+	scripts/make-order-file.sh .cache/bench/build/bin
+
 clean:
 	rm -rf .build .cache/autobahn-reports
 
 # The benchmark suite of issue 6 (not part of make test): chatlinkd against Go and Python peers.
-.PHONY: bench profile
+.PHONY: bench profile order-file
 bench:
 	bench/run.sh

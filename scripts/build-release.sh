@@ -40,6 +40,26 @@ static_pie=(
   -Xswiftc -Xclang-linker -Xswiftc -static-pie
 )
 
+# chatlinkd: every function in a section of its own, linked in the order of
+# scripts/chatlinkd.order (scripts/make-order-file.sh says why: the functions an idle daemon
+# runs sit together, so far fewer of its code pages are resident). lld places the functions the
+# file does not name, or that it cannot move, in their usual order.
+order=$repo/scripts/chatlinkd.order
+ordered=(
+  -Xswiftc -Xfrontend -Xswiftc -function-sections
+  -Xlinker "--symbol-ordering-file=$order"
+  -Xlinker --no-warn-symbol-ordering
+  -Xlinker --no-export-dynamic
+)
+
+# order_found BINARY: how many of the order file's functions BINARY defines, as "N of M".
+order_found() {
+  local names found
+  names=$(grep -v '^#' "$order" | sort -u)
+  found=$(nm --defined-only "$1" | awk '{print $3}' | sort -u | comm -12 - <(echo "$names") | wc -l)
+  echo "$found of $(echo "$names" | wc -l)"
+}
+
 for product in "$@"; do
   # No $ORIGIN RUNPATH (Debian policy 10.2: packaged binaries carry no RPATH or RUNPATH; with
   # the Swift runtime linked in, nothing is looked up beside the binary anyway).
@@ -49,11 +69,23 @@ for product in "$@"; do
     flags+=("${static_pie[@]}")
     where=$scratch/static-pie
   fi
+  if [ "$product" = chatlinkd ]; then
+    flags+=("${ordered[@]}")
+    where=$scratch/ordered
+  fi
   swift build "${flags[@]}" --scratch-path "$where" --product "$product"
   bin="$(swift build "${flags[@]}" --scratch-path "$where" --show-bin-path)/$product"
   case $product in
   chatlinkd | chatlinkctl)
     "$bin" --version >/dev/null || { echo "build-release: $bin does not start" >&2; exit 1; } ;;
   esac
+  if [ "$product" = chatlinkd ]; then
+    # A stale order costs memory, not correctness; say when it has drifted.
+    found=$(order_found "$bin")
+    echo "build-release: chatlinkd defines $found functions of scripts/chatlinkd.order"
+    if [ "${found%% *}" -lt $(( $(echo "$found" | awk '{print $3}') * 9 / 10 )) ]; then
+      echo "build-release: warning: the order has drifted from the code; rerun scripts/make-order-file.sh" >&2
+    fi
+  fi
   install -m 0755 "$bin" "$dest/$product"
 done
