@@ -52,9 +52,11 @@ public final class Daemon {
   private let disk: BackgroundWorker
   /// Reads History off the loop (Daemon+Control.swift).
   var reader: BackgroundWorker?
+  // Unchecked exclusivity: touched for every inbound record, only on the loop's thread, and
+  // never through two overlapping accesses.
   /// Under Sync=always, Subscribe message events wait here for their fsync
   /// (Daemon+Control.swift).
-  var heldMessages = DurableEventGate<HeldMessage>()
+  @exclusivity(unchecked) var heldMessages = DurableEventGate<HeldMessage>()
   public private(set) var control: ControlServer?
   public private(set) var service: ControlService?
   /// The HTTP metrics endpoint, when [Metrics] Listen= names one.

@@ -55,8 +55,11 @@ public final class MessageStore {
   public let options: Options
   /// What recovery found.
   public let recovery: Recovery
+  // Unchecked exclusivity (here and on the buffer, its line table and the formatter): each is
+  // touched for every record, only on the loop's thread, and no access to one overlaps another
+  // access to it (append's inout uses end before it returns).
   /// The last seq assigned.
-  public private(set) var lastSeq: UInt64
+  @exclusivity(unchecked) public private(set) var lastSeq: UInt64
   /// The highest seq written to the file (maybe not yet synced).
   public private(set) var writtenSeq: UInt64
   /// The highest seq that is durable.
@@ -75,12 +78,12 @@ public final class MessageStore {
   private let loop: EventLoop
   private let disk: BackgroundWorker
   private let log: RotatingLog
-  private var buffer: [UInt8] = []
+  @exclusivity(unchecked) private var buffer: [UInt8] = []
   /// The last written chunk's memory, for the next one (`HandedBytes`).
   private var spare: SpareBuffer?
   /// Per line of `buffer`, what the room index needs.
-  private var bufferLines: [StoreLineInfo] = []
-  private var bufferLastSeq: UInt64
+  @exclusivity(unchecked) private var bufferLines: [StoreLineInfo] = []
+  @exclusivity(unchecked) private var bufferLastSeq: UInt64
   private var inFlightBytes = 0
   private var inFlight = false
   private var flushPosted = false
@@ -91,7 +94,7 @@ public final class MessageStore {
   private var syncTimer: Timer?
   private var retryTimer: Timer?
   private var drainWaiters: [() -> Void] = []
-  private var timeFormatter = TimestampFormatter()
+  @exclusivity(unchecked) private var timeFormatter = TimestampFormatter()
 
   /// Opens the store, recovering from a crash: a torn last line is cut off and seq continues
   /// after the last complete record (looking into rotated files if the live one is empty).
