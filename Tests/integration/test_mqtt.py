@@ -42,10 +42,16 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from broker_checks import RoomSender, attempts, first_in_order, wait_all_stored
 from conftest import BIN, REPO, Subscription, raw_call, wait_until
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import brokers  # noqa: E402
+
+
+def REDELIVERED(r: dict) -> bool:  # noqa: N802 (a constant of the module)
+    """Whether a stored record is one the broker marked as redelivered."""
+    return bool(r["meta"].get("dup"))
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -274,26 +280,6 @@ def send_more(d, text: str, room: str | None, timeout: float = 20) -> list[dict]
     return raw_call(d.socket_path, "io.chatlink.Daemon.Send", params, more=True, timeout=timeout)
 
 
-def first_in_order(items: list, keys: list) -> list[str]:
-    """Problems with `items` (what arrived, duplicates allowed) against `keys` (what was
-    sent, in order): missing ones, and first arrivals out of order."""
-    seen, first = set(), []
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            first.append(x)
-    want = set(keys)
-    problems = []
-    missing = [k for k in keys if k not in seen]
-    if missing:
-        problems.append(f"{len(missing)} of {len(keys)} missing, e.g. {missing[:5]}")
-    got = [x for x in first if x in want]
-    if not missing and got != list(keys):
-        bad = next(i for i, (a, b) in enumerate(zip(got, keys)) if a != b)
-        problems.append(f"out of order from #{bad}: {got[bad:bad + 5]} where {keys[bad:bad + 5]} was sent")
-    return problems
-
-
 # ---------------------------------------------------------------------------- connect
 
 
@@ -322,11 +308,6 @@ def test_connects_with_the_username_and_the_token_as_password_in_a_persistent_se
     assert d.status()["connects"] == 1  # counted per run
     # The token (the password) shows nowhere.
     assert d.token not in d.log_text() and d.token not in json.dumps(d.status())
-
-
-def attempts(d, since: float) -> list[float]:
-    """When the daemon began each connection attempt (its log)."""
-    return [t for t, line in d.log_lines(since) if "state=connecting" in line]
 
 
 def refused_connect(make_daemon, broker: Broker, peers, hi: float):
@@ -680,40 +661,6 @@ class Flood(threading.Thread):
             self.error = e
 
 
-def flood_figures(d, sent: list[tuple[str, str]]) -> dict:
-    """What the store holds of `sent`: missing ones, duplicates, DUP-flagged records, and
-    whether each topic's first arrivals are in publish order."""
-    records = d.records()
-    seqs = [r["seq"] for r in records]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "seq not strictly increasing"
-    want = {text for _, text in sent}
-    mine = [r for r in records if r["dir"] == "in" and r["data"] in want]
-    counts: dict[str, int] = {}
-    for r in mine:
-        counts[r["data"]] = counts.get(r["data"], 0) + 1
-    problems = []
-    for topic in sorted({t for t, _ in sent}):
-        problems += [f"{topic}: {p}" for p in first_in_order(
-            [r["data"] for r in mine if r["room"] == topic], [x for t, x in sent if t == topic])]
-    return {
-        "published": len(sent), "stored": len(mine), "distinct": len(counts),
-        "missing": len(want) - len(counts), "duplicates": len(mine) - len(counts),
-        "dup_flagged": sum(1 for r in mine if r["meta"].get("dup")),
-        "max_copies": max(counts.values(), default=0), "problems": problems,
-    }
-
-
-def wait_all_stored(d, sent, timeout: float) -> dict:
-    want = {text for _, text in sent}
-
-    def done():
-        got = {r["data"] for r in d.records() if r["dir"] == "in"}
-        return want <= got
-
-    wait_until(done, timeout, interval=0.5, message=f"all {len(sent)} published messages in the store")
-    return flood_figures(d, sent)
-
-
 # (messages, kills, messages a second): the issue's 20 kills during 50,000 on Mosquitto's MQTT 5;
 # fewer on 3.1.1, and on RabbitMQ, whose prefetch of 10 slows the flood (see the top).
 KILLS = {"mosquitto-5": (50000, 20, 4000), "mosquitto-3.1.1": (10000, 5, 2000), "rabbitmq-3.1.1": (3000, 5, 400)}
@@ -744,7 +691,7 @@ def test_kill_9_again_and_again_during_a_flood_loses_no_published_message(make_d
         d.start()
     flood.join(60)
     assert not flood.is_alive() and flood.error is None, flood.error
-    figures = wait_all_stored(d, flood.sent, 60)
+    figures = wait_all_stored(d, flood.sent, 60, REDELIVERED)
     figures.update(kills=kills, seconds=round(time.monotonic() - t0, 1), publish_seconds=round(flood.seconds, 1))
     print(f"FIGURES kill-9 {broker.name}: {figures}")
     assert figures["missing"] == 0 and not figures["problems"], figures
@@ -776,36 +723,11 @@ def test_a_backlog_published_while_the_daemon_is_stopped_lands_in_full(make_daem
     time.sleep(max(0.0, down - published))
     t1 = time.monotonic()
     d.start()
-    figures = wait_all_stored(d, sent, 60)
+    figures = wait_all_stored(d, sent, 60, REDELIVERED)
     figures.update(down_seconds=round(t1 - t0, 1), publish_seconds=round(published, 1),
                    drain_seconds=round(time.monotonic() - t1, 1))
     print(f"FIGURES backlog {broker.name}: {figures}")
     assert figures["missing"] == 0 and figures["duplicates"] == 0 and not figures["problems"], figures
-
-
-class RoomSender(threading.Thread):
-    """Sends over one control connection to `room` until stopped; keeps what was acknowledged
-    (the Send reply, state "queued": durable in the outbox) and when."""
-
-    def __init__(self, d, room: str, tag: str):
-        super().__init__(daemon=True)
-        self.d, self.room, self.tag = d, room, tag
-        self.acked: list[str] = []
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            with self.d.ctl() as c:
-                i = 0
-                while not self.stop.is_set():
-                    text = f"{self.tag}-{i:05d}"
-                    assert c.Send(room=self.room, text=text)["state"] == "queued"
-                    self.acked.append(text)
-                    i += 1
-                    time.sleep(0.002)
-        except BaseException as e:  # noqa: BLE001
-            self.error = e
 
 
 @pytest.mark.timeout(150)

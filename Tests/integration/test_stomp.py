@@ -34,10 +34,16 @@ from pathlib import Path
 import pytest
 import stomp
 
+from broker_checks import RoomSender, attempts, first_in_order, wait_all_stored
 from conftest import REPO, Subscription, raw_call, wait_until
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import brokers  # noqa: E402
+
+
+def REDELIVERED(r: dict) -> bool:  # noqa: N802 (a constant of the module)
+    """Whether a stored record is one the broker marked as redelivered."""
+    return r["meta"]["headers"].get("redelivered") == "true"
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -210,31 +216,6 @@ def send_more(d, text: str, room: str, timeout: float = 20) -> list[dict]:
     """Send with "more": every reply up to the last (state "confirmed", or an error)."""
     return raw_call(d.socket_path, "io.chatlink.Daemon.Send", {"text": text, "room": room}, more=True,
                     timeout=timeout)
-
-
-def first_in_order(items: list, keys: list) -> list[str]:
-    """Problems with `items` (what arrived, duplicates allowed) against `keys` (what was sent,
-    in order): missing ones, and first arrivals out of order."""
-    seen, first = set(), []
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            first.append(x)
-    problems = []
-    missing = [k for k in keys if k not in seen]
-    if missing:
-        problems.append(f"{len(missing)} of {len(keys)} missing, e.g. {missing[:5]}")
-    want = set(keys)
-    got = [x for x in first if x in want]
-    if not missing and got != list(keys):
-        bad = next(i for i, (a, b) in enumerate(zip(got, keys)) if a != b)
-        problems.append(f"out of order from #{bad}: {got[bad:bad + 5]} where {keys[bad:bad + 5]} was sent")
-    return problems
-
-
-def attempts(d, since: float) -> list[float]:
-    """When the daemon began each connection attempt (its log)."""
-    return [t for t, line in d.log_lines(since) if "state=connecting" in line]
 
 
 # ---------------------------------------------------------------------------- connect
@@ -473,39 +454,6 @@ class Flood(threading.Thread):
             self.error = e
 
 
-def flood_figures(d, sent: list[tuple[str, str]]) -> dict:
-    """What the store holds of `sent`: missing ones, duplicates, redelivered ones, and whether
-    each destination's first arrivals are in send order."""
-    records = d.records()
-    seqs = [r["seq"] for r in records]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "seq not strictly increasing"
-    want = {text for _, text in sent}
-    mine = [r for r in records if r["dir"] == "in" and r["data"] in want]
-    counts: dict[str, int] = {}
-    for r in mine:
-        counts[r["data"]] = counts.get(r["data"], 0) + 1
-    problems = []
-    for dest in sorted({t for t, _ in sent}):
-        problems += [f"{dest}: {p}" for p in first_in_order(
-            [r["data"] for r in mine if r["room"] == dest], [x for t, x in sent if t == dest])]
-    return {
-        "sent": len(sent), "stored": len(mine), "distinct": len(counts),
-        "missing": len(want) - len(counts), "duplicates": len(mine) - len(counts),
-        "redelivered": sum(1 for r in mine if r["meta"]["headers"].get("redelivered") == "true"),
-        "max_copies": max(counts.values(), default=0), "problems": problems,
-    }
-
-
-def wait_all_stored(d, sent, timeout: float) -> dict:
-    want = {text for _, text in sent}
-
-    def done():
-        return want <= {r["data"] for r in d.records() if r["dir"] == "in"}
-
-    wait_until(done, timeout, interval=0.5, message=f"all {len(sent)} sent messages in the store")
-    return flood_figures(d, sent)
-
-
 @pytest.mark.timeout(180)
 def test_kill_9_again_and_again_during_a_flood_loses_no_message(make_daemon, rabbitmq, peers, ns):
     """Scenario (1): kill -9 chatlinkd again and again while a peer sends into its rooms
@@ -527,7 +475,7 @@ def test_kill_9_again_and_again_during_a_flood_loses_no_message(make_daemon, rab
         d.start()
     flood.join(90)
     assert not flood.is_alive() and flood.error is None, flood.error
-    figures = wait_all_stored(d, flood.sent, 90)
+    figures = wait_all_stored(d, flood.sent, 90, REDELIVERED)
     figures.update(kills=kills, seconds=round(time.monotonic() - t0, 1), send_seconds=round(flood.seconds, 1))
     print(f"FIGURES kill-9 rabbitmq-stomp: {figures}")
     assert figures["missing"] == 0 and not figures["problems"], figures
@@ -553,36 +501,11 @@ def test_a_backlog_sent_while_the_daemon_is_stopped_lands_in_full(make_daemon, r
     time.sleep(max(0.0, down - published))
     t1 = time.monotonic()
     d.start()
-    figures = wait_all_stored(d, flood.sent, 90)
+    figures = wait_all_stored(d, flood.sent, 90, REDELIVERED)
     figures.update(down_seconds=round(t1 - t0, 1), send_seconds=round(published, 1),
                    drain_seconds=round(time.monotonic() - t1, 1))
     print(f"FIGURES backlog rabbitmq-stomp: {figures}")
     assert figures["missing"] == 0 and figures["duplicates"] == 0 and not figures["problems"], figures
-
-
-class Sender(threading.Thread):
-    """Sends over one control connection to `room` until stopped; keeps what was acknowledged
-    (the Send reply, state "queued": durable in the outbox)."""
-
-    def __init__(self, d, room: str, tag: str):
-        super().__init__(daemon=True)
-        self.d, self.room, self.tag = d, room, tag
-        self.acked: list[str] = []
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            with self.d.ctl() as c:
-                i = 0
-                while not self.stop.is_set():
-                    text = f"{self.tag}-{i:05d}"
-                    assert c.Send(room=self.room, text=text)["state"] == "queued"
-                    self.acked.append(text)
-                    i += 1
-                    time.sleep(0.002)
-        except BaseException as e:  # noqa: BLE001
-            self.error = e
 
 
 @pytest.mark.timeout(240)
@@ -595,7 +518,7 @@ def test_broker_restarted_during_sends_every_acknowledged_send_arrives_in_order(
     avoids that.)"""
     d = stomp_daemon(make_daemon, rabbitmq, overrides={"Outbox": {"MaxMessages": 200000}})
     wait_open(d)
-    senders = [Sender(d, f"/queue/{ns}.{k}", k) for k in ("a", "b")]
+    senders = [RoomSender(d, f"/queue/{ns}.{k}", k) for k in ("a", "b")]
     for s in senders:
         s.start()
     time.sleep(1.5)
