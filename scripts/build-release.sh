@@ -43,7 +43,9 @@ static_pie=(
 # chatlinkd: every function in a section of its own, linked in the order of
 # scripts/chatlinkd.order (scripts/make-order-file.sh says why: the functions an idle daemon
 # runs sit together, so far fewer of its code pages are resident). lld places the functions the
-# file does not name, or that it cannot move, in their usual order.
+# file does not name, or that it cannot move, in their usual order. And no exported symbols
+# (--no-export-dynamic): nothing is ever loaded into the daemon that would look its functions
+# up, and the table of thousands of them only made the file larger.
 order=$repo/scripts/chatlinkd.order
 ordered=(
   -Xswiftc -Xfrontend -Xswiftc -function-sections
@@ -79,7 +81,7 @@ for product in "$@"; do
   chatlinkd | chatlinkctl)
     "$bin" --version >/dev/null || { echo "build-release: $bin does not start" >&2; exit 1; } ;;
   esac
-  if [ "$product" = chatlinkd ]; then
+  if [ "$product" = chatlinkd ] && command -v nm >/dev/null; then
     # A stale order costs memory, not correctness; say when it has drifted.
     found=$(order_found "$bin")
     echo "build-release: chatlinkd defines $found functions of scripts/chatlinkd.order"
