@@ -234,6 +234,56 @@ final class MessageStoreTests: XCTestCase {
     XCTAssertEqual(seqs("messages.jsonl.1") + seqs(), Array(1...appended))
   }
 
+  /// A rotation whose directory sync fails has renamed the files but may not keep them over a
+  /// power cut: the write fails (the chunk is kept in memory, nothing reported durable), and
+  /// every retry syncs the directory again before it appends. Once the sync succeeds, every
+  /// record is in the files exactly once, in order, and no second rotation happened.
+  func testAFailedDirectorySyncAfterARotationIsRetriedBeforeAnythingIsAppended() throws {
+    let store = try open(sync: .always, maxFileSize: 1024, maxFiles: 4)
+    let payload = Message.text(Array(String(repeating: "d", count: 200).utf8))
+    var written = 0
+    var durable: UInt64 = 0
+    store.onWritten = { written += 1 }
+    store.onDurable = { durable = $0 }
+    func appendAndWrite() throws {
+      let before = written
+      store.append(direction: .inbound, room: nil, payload: payload)
+      try spin(loop) { written > before }
+    }
+    // Fill the live file to its limit: the next write rotates.
+    var count: UInt64 = 0
+    func liveSize() -> Int {
+      let attributes = try? FileManager.default.attributesOfItem(atPath: store.path)
+      return (attributes?[.size] as? Int) ?? 0
+    }
+    while liveSize() < 1024 {
+      try appendAndWrite()
+      count += 1
+    }
+    XCTAssertEqual(durable, count)
+    XCTAssertEqual(FileManager.default.storeFileNames(atPath: dir.path), ["messages.jsonl"])
+
+    FileSystem.failingDirectorySyncs.fail(next: 2)
+    defer { FileSystem.failingDirectorySyncs.fail(next: 0) }
+    try appendAndWrite()
+    XCTAssertEqual(store.failure?.errno, EIO)
+    XCTAssertEqual(durable, count, "a record after an unsynced rename was reported durable")
+    // The renames happened; the new live file holds nothing until its name is durable.
+    XCTAssertEqual(
+      FileManager.default.storeFileNames(atPath: dir.path), ["messages.jsonl", "messages.jsonl.1"])
+    XCTAssertEqual(seqs(), [])
+    XCTAssertEqual(seqs("messages.jsonl.1"), Array(1...count))
+
+    // More records wait behind it; the retries (once a second) sync the directory first.
+    store.append(direction: .inbound, room: nil, payload: payload)
+    try spin(loop, timeout: 10_000_000) { durable == count + 2 }
+    XCTAssertNil(store.failure)
+    XCTAssertEqual(FileSystem.failingDirectorySyncs.pending, 0)
+    XCTAssertEqual(
+      FileManager.default.storeFileNames(atPath: dir.path), ["messages.jsonl", "messages.jsonl.1"])
+    XCTAssertEqual(seqs("messages.jsonl.1") + seqs(), Array(1...(count + 2)))
+  }
+
   /// The group-commit interval runs from the start of one sync to the start of the next, so a
   /// slow disk job does not stretch every interval by its own duration (chatlinkd.conf(5):
   /// "an fsync at least every SyncIntervalMSec").

@@ -1,6 +1,10 @@
 import EventLoop
 @preconcurrency import Glibc
 
+#if DEBUG
+  import Synchronization
+#endif
+
 /// Directory fsyncs: what makes a create, a rename or an unlink survive a power cut.
 ///
 /// fsync of a file makes its data durable, not its name: the directory entry that a create or
@@ -30,6 +34,10 @@ extension FileSystem {
       // CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC=all (or a list such as "rotate,compact") skips
       // those syncs, and the simulator must notice.
       if skippedDirectorySyncs.contains(reason) { return }
+      // Tests of the retry after a failed directory sync (a real one hardly ever fails).
+      if failingDirectorySyncs.decrementIfPositive() {
+        throw SystemError("fsync \(path) (failed for a test)", errno: EIO)
+      }
     #endif
     let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .last("open \(path)") }
@@ -51,6 +59,9 @@ extension FileSystem {
   }
 
   #if DEBUG
+    /// How many of the next directory syncs fail with EIO (debug builds only, for tests).
+    public static let failingDirectorySyncs = TestFailureCount()
+
     /// Read once: the switch is for a whole run of the daemon.
     static let skippedDirectorySyncs = skippedDirectorySyncs(
       environment("CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC"))
@@ -67,3 +78,30 @@ extension FileSystem {
     }
   #endif
 }
+
+#if DEBUG
+  /// A count of failures to inject, shared by the test's thread and the disk thread.
+  public final class TestFailureCount: Sendable {
+    private let remaining = Atomic<Int>(0)
+
+    /// Makes the next `count` checks fail.
+    public func fail(next count: Int) {
+      remaining.store(count, ordering: .sequentiallyConsistent)
+    }
+
+    /// How many failures are still to come.
+    public var pending: Int { remaining.load(ordering: .sequentiallyConsistent) }
+
+    /// Whether this check fails (taking one of the remaining failures).
+    func decrementIfPositive() -> Bool {
+      var value = remaining.load(ordering: .sequentiallyConsistent)
+      while value > 0 {
+        let (exchanged, original) = remaining.compareExchange(
+          expected: value, desired: value - 1, ordering: .sequentiallyConsistent)
+        if exchanged { return true }
+        value = original
+      }
+      return false
+    }
+  }
+#endif
