@@ -104,6 +104,31 @@ final class MQTTCodecTests: XCTestCase {
     }
   }
 
+  /// A long stream fed in pieces that end mid-packet: the consumed front is dropped now and
+  /// then (past 64 KiB) while a partial packet waits, and nothing is lost or altered.
+  func testALongStreamInPiecesKeepsThePartialPacketAcrossCompactions() throws {
+    let encoder = MQTTEncoder(version: .v5)
+    let packets: [MQTTPacket] = (0..<600).map { i in
+      .publish(
+        MQTTPublish(
+          topic: "t/\(i % 7)", payload: Array(repeating: UInt8(i % 251), count: 200 + i % 90),
+          qos: 1, packetID: UInt16(i + 1)))
+    }
+    let stream = packets.flatMap { encoder.encode($0) }
+    XCTAssertGreaterThan(stream.count, 2 * 65536)
+    var decoder = MQTTDecoder(version: .v5, maximumPacketSize: 1 << 20)
+    var out: [MQTTPacket] = []
+    var at = 0
+    while at < stream.count {
+      let end = min(stream.count, at + 1009)  // never a packet boundary for long
+      decoder.append(Array(stream[at..<end]))
+      while let packet = try decoder.next() { out.append(packet) }
+      at = end
+    }
+    XCTAssertEqual(out, packets)
+    XCTAssertEqual(decoder.pendingCount, 0)
+  }
+
   func testMalformedPacketsAreRefusedWithTheReason() {
     let cases: [([UInt8], String)] = [
       ([0x30, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], "remaining length"),

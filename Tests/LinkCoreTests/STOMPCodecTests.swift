@@ -99,6 +99,34 @@ final class STOMPCodecTests: XCTestCase {
     XCTAssertEqual(out, expected, "a byte at a time")
   }
 
+  /// A long stream fed in pieces that end mid-frame: the consumed front is dropped now and
+  /// then (past 64 KiB) while a partial frame waits, and nothing is lost or altered.
+  func testALongStreamInPiecesKeepsThePartialFrameAcrossCompactions() throws {
+    var stream: [UInt8] = []
+    var expected: [STOMPDecoder.Item] = []
+    for i in 0..<600 {
+      let body = Array(
+        String(repeating: Character(UnicodeScalar(UInt8(97 + i % 26))), count: 200 + i % 90).utf8)
+      stream += bytes("MESSAGE\ndestination:/queue/q\(i % 7)\n\n") + body + [0, 0x0A]
+      expected += [
+        .frame(STOMPFrame(.message, [STOMPHeader("destination", "/queue/q\(i % 7)")], body: body)),
+        .heartbeat,
+      ]
+    }
+    XCTAssertGreaterThan(stream.count, 2 * 65536)
+    var decoder = STOMPDecoder(maximumFrameSize: 1 << 20)
+    var out: [STOMPDecoder.Item] = []
+    var at = 0
+    while at < stream.count {
+      let end = min(stream.count, at + 1009)
+      decoder.append(Array(stream[at..<end]))
+      while let item = try decoder.next() { out.append(item) }
+      at = end
+    }
+    XCTAssertEqual(out, expected)
+    XCTAssertEqual(decoder.pendingCount, 0)
+  }
+
   func testTheFirstOfRepeatedHeadersCountsAndTheContentLengthToo() throws {
     let items = try decode(bytes("MESSAGE\ncontent-length:2\ncontent-length:9\na:1\na:2\n\nhi\0"))
     guard case .frame(let frame)? = items.first else { return XCTFail("no frame") }

@@ -25,8 +25,7 @@ public struct MQTTDecoder: Sendable {
   public var version: MQTTVersion
   /// The largest packet accepted (its remaining length).
   public var maximumPacketSize: Int
-  private var buffer: [UInt8] = []
-  private var start = 0
+  private var pending = PendingBytes()
 
   /// Creates a decoder.
   public init(version: MQTTVersion, maximumPacketSize: Int) {
@@ -35,44 +34,39 @@ public struct MQTTDecoder: Sendable {
   }
 
   /// Bytes received and not yet returned as packets.
-  public var pendingCount: Int { buffer.count - start }
+  public var pendingCount: Int { pending.count }
 
   /// Adds received bytes.
   public mutating func append(_ bytes: [UInt8]) {
-    if start > 0 && start == buffer.count {
-      buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
-      start = 0
-    } else if start > 65536 && start * 2 > buffer.count {
-      buffer.removeFirst(start)
-      start = 0
-    }
-    buffer += bytes
+    pending.append(bytes)
   }
 
   /// The next complete packet, or nil when more bytes are needed.
   public mutating func next() throws(MQTTDecodingError) -> MQTTPacket? {
-    let available = buffer.count - start
+    let available = pending.bytes.count - pending.start
     guard available >= 2 else { return nil }
     var length = 0
     var multiplier = 1
-    var index = start + 1
+    var index = pending.start + 1
     while true {
-      guard index < buffer.count else { return nil }
-      let byte = buffer[index]
+      guard index < pending.bytes.count else { return nil }
+      let byte = pending.bytes[index]
       length += Int(byte & 0x7F) * multiplier
       index += 1
       if byte & 0x80 == 0 { break }
       multiplier *= 128
-      guard index - start <= 4 else { throw MQTTDecodingError("a remaining length over 4 bytes") }
+      guard index - pending.start <= 4 else {
+        throw MQTTDecodingError("a remaining length over 4 bytes")
+      }
     }
     guard length <= maximumPacketSize else {
       throw MQTTDecodingError(
         "a packet of \(length) bytes, over the limit of \(maximumPacketSize)")
     }
-    guard buffer.count - index >= length else { return nil }
-    let header = buffer[start]
-    let body = Array(buffer[index..<(index + length)])
-    start = index + length
+    guard pending.bytes.count - index >= length else { return nil }
+    let header = pending.bytes[pending.start]
+    let body = Array(pending.bytes[index..<(index + length)])
+    pending.start = index + length
     var reader = MQTTPacketReader(version: version, body: body)
     return try reader.packet(header: header)
   }

@@ -43,9 +43,8 @@ public struct STOMPDecoder: Sendable {
 
   /// The largest frame accepted (command, headers and body).
   public var maximumFrameSize: Int
-  private var buffer: [UInt8] = []
-  private var start = 0
-  /// How far from `start` the search for the blank line, or for the body's NUL, got.
+  private var pending = PendingBytes()
+  /// How far from `pending.start` the search for the blank line, or for the body's NUL, got.
   private var scanned = 0
   private var head: Head?
 
@@ -55,41 +54,34 @@ public struct STOMPDecoder: Sendable {
   }
 
   /// Bytes received and not yet returned.
-  public var pendingCount: Int { buffer.count - start }
+  public var pendingCount: Int { pending.count }
 
   /// Adds received bytes.
   public mutating func append(_ bytes: [UInt8]) {
-    // Offsets are kept from `start`, so the buffer may move under them.
-    if start > 0 && start == buffer.count {
-      buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
-      start = 0
-    } else if start > 65536 && start * 2 > buffer.count {
-      buffer.removeFirst(start)
-      start = 0
-    }
-    buffer += bytes
+    pending.append(bytes)
   }
 
   /// The next heart-beat or complete frame, or nil when more bytes are needed.
   public mutating func next() throws(STOMPDecodingError) -> Item? {
     if head == nil {
-      guard start < buffer.count else { return nil }
-      switch buffer[start] {
+      guard pending.start < pending.bytes.count else { return nil }
+      switch pending.bytes[pending.start] {
       case .lf:
-        start += 1
+        pending.start += 1
         return .heartbeat
       case .cr:
-        guard start + 1 < buffer.count else { return nil }
-        guard buffer[start + 1] == .lf else {
+        guard pending.start + 1 < pending.bytes.count else { return nil }
+        guard pending.bytes[pending.start + 1] == .lf else {
           throw STOMPDecodingError("a CR that does not end a line")
         }
-        start += 2
+        pending.start += 2
         return .heartbeat
       default:
         break
       }
       guard let end = try headEnd() else { return nil }
-      let parsed = try Self.head(buffer[start..<(start + end)], bodyOffset: end)
+      let parsed = try Self.head(
+        pending.bytes[pending.start..<(pending.start + end)], bodyOffset: end)
       if let length = parsed.contentLength, length > maximumFrameSize - end {
         throw tooLarge(end + length)
       }
@@ -103,52 +95,53 @@ public struct STOMPDecoder: Sendable {
     STOMPDecodingError("a frame of \(size) bytes or more, over the limit of \(maximumFrameSize)")
   }
 
-  /// Where the blank line after the headers ends, from `start`; nil until it has arrived.
+  /// Where the blank line after the headers ends, from `pending.start`; nil until it has arrived.
   private mutating func headEnd() throws(STOMPDecodingError) -> Int? {
-    var index = start + scanned
-    let count = buffer.count
+    var index = pending.start + scanned
+    let count = pending.bytes.count
     while index < count {
-      let byte = buffer[index]
+      let byte = pending.bytes[index]
       if byte == 0 { throw STOMPDecodingError("a NUL before the blank line after the headers") }
       if byte == .lf {
         // An empty line ends the headers: LF LF or LF CR LF.
         guard index + 1 < count else { break }
-        if buffer[index + 1] == .lf { return index + 2 - start }
-        if buffer[index + 1] == .cr {
+        if pending.bytes[index + 1] == .lf { return index + 2 - pending.start }
+        if pending.bytes[index + 1] == .cr {
           guard index + 2 < count else { break }
-          if buffer[index + 2] == .lf { return index + 3 - start }
+          if pending.bytes[index + 2] == .lf { return index + 3 - pending.start }
         }
       }
       index += 1
     }
     // Come back to this LF, whose line may still turn out blank.
-    scanned = index - start
-    if count - start > maximumFrameSize { throw tooLarge(count - start) }
+    scanned = index - pending.start
+    if count - pending.start > maximumFrameSize { throw tooLarge(count - pending.start) }
     return nil
   }
 
   /// The body, once all of it and its NUL have arrived.
   private mutating func body() throws(STOMPDecodingError) -> Item? {
     guard let head else { return nil }
-    let bodyStart = start + head.bodyOffset
+    let bodyStart = pending.start + head.bodyOffset
     let bodyEnd: Int
     if let length = head.contentLength {
-      guard buffer.count > bodyStart + length else { return nil }
+      guard pending.bytes.count > bodyStart + length else { return nil }
       bodyEnd = bodyStart + length
-      guard buffer[bodyEnd] == 0 else {
+      guard pending.bytes[bodyEnd] == 0 else {
         throw STOMPDecodingError("no NUL after the \(length) bytes the content-length promised")
       }
     } else {
-      guard let nul = buffer[(start + scanned)...].firstIndex(of: 0) else {
-        scanned = buffer.count - start
+      guard let nul = pending.bytes[(pending.start + scanned)...].firstIndex(of: 0) else {
+        scanned = pending.bytes.count - pending.start
         if scanned > maximumFrameSize { throw tooLarge(scanned) }
         return nil
       }
-      if nul - start > maximumFrameSize { throw tooLarge(nul - start) }
+      if nul - pending.start > maximumFrameSize { throw tooLarge(nul - pending.start) }
       bodyEnd = nul
     }
-    let frame = STOMPFrame(head.command, head.headers, body: Array(buffer[bodyStart..<bodyEnd]))
-    start = bodyEnd + 1
+    let frame = STOMPFrame(
+      head.command, head.headers, body: Array(pending.bytes[bodyStart..<bodyEnd]))
+    pending.start = bodyEnd + 1
     scanned = 0
     self.head = nil
     return .frame(frame)
