@@ -69,19 +69,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 // MARK: - Helpers
 
-/// Prints why an invariant broke, then traps.
-func require(
-  _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
-  line: UInt = #line
-) {
-  if !condition() {
-    let text = "ConfigFuzzer invariant violated (line \(line)): \(message())\n"
-    var bytes = Array(text.utf8)
-    _ = write(2, &bytes, bytes.count)
-    precondition(false, text)
-  }
-}
-
 /// A string with control characters made visible, shortened.
 func show(_ s: some StringProtocol, limit: Int = 200) -> String {
   var out = ""

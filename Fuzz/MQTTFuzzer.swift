@@ -150,15 +150,3 @@ func isJSONRoom(_ bytes: [UInt8]) -> Bool {
   }
 }
 
-/// Prints why an invariant broke, then traps.
-func require(
-  _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
-  line: UInt = #line
-) {
-  if !condition() {
-    let text = "MQTTFuzzer invariant violated (line \(line)): \(message())\n"
-    var bytes = Array(text.utf8)
-    _ = write(2, &bytes, bytes.count)
-    precondition(false, text)
-  }
-}

@@ -202,25 +202,3 @@ func isJSON(_ bytes: [UInt8]) -> Bool {
   bytes.withUnsafeBytes { JSONScanner.scan($0, maxDepth: JSONScanner.embeddedMaxDepth) != nil }
 }
 
-/// Prints why an invariant broke, then traps.
-func require(
-  _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
-  line: UInt = #line
-) {
-  if !condition() {
-    let text = "STOMPFuzzer invariant violated (line \(line)): \(message())\n"
-    var bytes = Array(text.utf8)
-    _ = write(2, &bytes, bytes.count)
-    precondition(false, text)
-  }
-}
-
-func hex(_ bytes: some Collection<UInt8>, limit: Int = 96) -> String {
-  let digits = Array("0123456789abcdef".utf8)
-  var out: [UInt8] = []
-  for byte in bytes.prefix(limit) {
-    out.append(digits[Int(byte >> 4)])
-    out.append(digits[Int(byte & 15)])
-  }
-  return String(decoding: out, as: UTF8.self) + (bytes.count > limit ? "…" : "")
-}

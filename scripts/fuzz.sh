@@ -246,7 +246,7 @@ build_fuzzer() {
   if [[ -n "$flat" ]]; then
     mapfile -t inputs < <(sources_of "$flat")
   fi
-  inputs+=("${FUZZER_SOURCE[$name]}")
+  inputs+=("${FUZZER_SOURCE[$name]}" Fuzz/FuzzSupport.swift)
   if [[ "$name" == config ]]; then
     generate_shipped_config
     inputs+=("$GEN/Shipped.swift")
