@@ -94,10 +94,12 @@ public final class ClientConnection {
   private let limits: Limits
   private var responseParser: HTTPResponseParser
   private var encoder: FrameEncoder
-  private var session: FrameSession?
+  // Unchecked exclusivity (the session, pending events and `handshakeFailed`): read for every
+  // frame, by the one thread that drives the connection, never through overlapping accesses.
+  @exclusivity(unchecked) private var session: FrameSession?
   private var request: [UInt8]
-  private var pendingEvents: [Event] = []
-  private var handshakeFailed = false
+  @exclusivity(unchecked) private var pendingEvents: [Event] = []
+  @exclusivity(unchecked) private var handshakeFailed = false
 
   /// Creates a connection for `handshake`; `random` supplies the masking keys.
   public init(

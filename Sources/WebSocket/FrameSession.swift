@@ -46,18 +46,20 @@ public final class FrameSession {
     }
   }
 
+  // Unchecked exclusivity (here and on the decoder, the assembler and `inputBroken`): touched
+  // for every frame; a session is driven by one thread, and no access overlaps another.
   /// The current state.
-  public private(set) var state = State.open
+  @exclusivity(unchecked) public private(set) var state = State.open
 
   private let role: FrameDecoder.Role
-  private var decoder: FrameDecoder
-  private var assembler: MessageAssembler
+  @exclusivity(unchecked) private var decoder: FrameDecoder
+  @exclusivity(unchecked) private var assembler: MessageAssembler
   private var encoder: FrameEncoder
   private var deflater: MessageDeflater?
   private var compressionThreshold = Int.max
   private var outbound: [UInt8] = []
   /// After a framing error the byte stream cannot be parsed any more.
-  private var inputBroken = false
+  @exclusivity(unchecked) private var inputBroken = false
   /// The close we sent, reported when the closing handshake completes.
   private var sentClose: (code: CloseCode, reason: String, initiator: CloseInfo.Initiator)?
   private var compressScratch: [UInt8] = []

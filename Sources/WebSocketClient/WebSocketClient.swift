@@ -102,13 +102,15 @@ public final class WebSocketClient: ByteStreamDelegate {
     case idle, connecting, upgrading, open, closing, closed
   }
 
-  public weak var delegate: (any WebSocketClientDelegate)?
+  // Unchecked exclusivity (here, on `traffic`, `phase` and `connection`): read for every
+  // message, only on the loop's thread, never through overlapping accesses.
+  @exclusivity(unchecked) public weak var delegate: (any WebSocketClientDelegate)?
   /// Where this connection's traffic is counted, if anywhere.
-  public var traffic: TrafficMeter?
+  @exclusivity(unchecked) public var traffic: TrafficMeter?
   /// The configuration in use.
   public let configuration: Configuration
   /// The current phase.
-  public private(set) var phase = Phase.idle
+  @exclusivity(unchecked) public private(set) var phase = Phase.idle
 
   private let loop: EventLoop
   private let resolver: Resolver
@@ -116,7 +118,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   private var random: any RandomNumberGenerator
   private var connector: Connector?
   private var stream: SocketStream?
-  private var connection: ClientConnection?
+  @exclusivity(unchecked) private var connection: ClientConnection?
   private var deadlineTimer: Timer?
   private var flushScheduled = false
   private var pendingDisconnect: Disconnect?

@@ -58,7 +58,8 @@ public final class Daemon {
   /// (Daemon+Control.swift).
   @exclusivity(unchecked) var heldMessages = DurableEventGate<HeldMessage>()
   public private(set) var control: ControlServer?
-  public private(set) var service: ControlService?
+  // Unchecked exclusivity: read for every inbound record, only on the loop's thread.
+  @exclusivity(unchecked) public private(set) var service: ControlService?
   /// The HTTP metrics endpoint, when [Metrics] Listen= names one.
   public internal(set) var metricsServer: MetricsServer?
   private var tlsContext: TLSContext?

@@ -40,9 +40,10 @@ public final class BackendLink: WebSocketClientDelegate {
 
   /// Called on every state change, with the reason.
   public var onStateChange: ((ConnectionState, String) -> Void)?
+  // Unchecked exclusivity: read for every inbound record, only on the loop's thread.
   /// Called for every inbound record after it is appended to the store, with its seq and
   /// receive time.
-  public var onInbound: ((InboundMessage, UInt64, Timestamp) -> Void)?
+  @exclusivity(unchecked) public var onInbound: ((InboundMessage, UInt64, Timestamp) -> Void)?
   /// Called when the store's durable seq advances (after the acknowledgements it releases).
   public var onDurable: ((UInt64) -> Void)?
   /// Called when outbox entries are confirmed (after their "out" records are appended).

@@ -55,9 +55,9 @@ public final class MessageStore {
   public let options: Options
   /// What recovery found.
   public let recovery: Recovery
-  // Unchecked exclusivity (here and on the buffer, its line table and the formatter): each is
-  // touched for every record, only on the loop's thread, and no access to one overlaps another
-  // access to it (append's inout uses end before it returns).
+  // Unchecked exclusivity (here and on the buffer, its line table, the formatter and
+  // `failure`): each is touched for every record, only on the loop's thread, and no access to
+  // one overlaps another access to it (append's inout uses end before it returns).
   /// The last seq assigned.
   @exclusivity(unchecked) public private(set) var lastSeq: UInt64
   /// The highest seq written to the file (maybe not yet synced).
@@ -65,7 +65,7 @@ public final class MessageStore {
   /// The highest seq that is durable.
   public private(set) var durableSeq: UInt64
   /// The last write error, while writes are failing.
-  public private(set) var failure: SystemError?
+  @exclusivity(unchecked) public private(set) var failure: SystemError?
   /// What the disk jobs did so far, for metrics.
   public private(set) var statistics = StoreStatistics()
   /// Called when `durableSeq` advances.

@@ -27,9 +27,11 @@ final class RoomIndexWriter: @unchecked Sendable {
 
   /// `<store directory>/.index`.
   let directory: String
-  private var state = State.closed
-  private var builder = RoomIndexBuilder(offset: 0)
-  private var pending: [UInt8] = []
+  // Unchecked exclusivity: touched for every appended line, only on the disk thread, never
+  // through overlapping accesses.
+  @exclusivity(unchecked) private var state = State.closed
+  @exclusivity(unchecked) private var builder = RoomIndexBuilder(offset: 0)
+  @exclusivity(unchecked) private var pending: [UInt8] = []
 
   init(storeDirectory: String) {
     directory = storeDirectory + "/" + RoomIndex.directoryName
