@@ -10,9 +10,10 @@ public struct JSONScanner {
   public struct FieldRanges: Sendable, Hashable, RandomAccessCollection {
     /// The most fields one scan can report, per level.
     public static let capacity = 8
-    // -1 where a field is absent.
-    private var starts = SIMD8<Int>(repeating: -1)
-    private var ends = SIMD8<Int>(repeating: -1)
+    // -1 where a field is absent. 32-bit offsets keep a result at 72 bytes, copied on every
+    // scan (`scan` takes no buffer of 2 GiB or more).
+    private var starts = SIMD8<Int32>(repeating: -1)
+    private var ends = SIMD8<Int32>(repeating: -1)
     /// How many fields were requested.
     public let count: Int
 
@@ -28,12 +29,12 @@ public struct JSONScanner {
     public subscript(index: Int) -> Range<Int>? {
       get {
         precondition(index >= 0 && index < count, "field index out of range")
-        return starts[index] < 0 ? nil : starts[index]..<ends[index]
+        return starts[index] < 0 ? nil : Int(starts[index])..<Int(ends[index])
       }
       set {
         precondition(index >= 0 && index < count, "field index out of range")
-        starts[index] = newValue?.lowerBound ?? -1
-        ends[index] = newValue?.upperBound ?? -1
+        starts[index] = Int32(truncatingIfNeeded: newValue?.lowerBound ?? -1)
+        ends[index] = Int32(truncatingIfNeeded: newValue?.upperBound ?? -1)
       }
     }
   }
@@ -58,6 +59,9 @@ public struct JSONScanner {
   private var lineBreaks = false
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
   public static let maxDepth = 128
+  /// The longest buffer scanned (field ranges are kept as 32-bit offsets); longer ones are
+  /// reported as not JSON. No frame, store line or control message comes near it.
+  public static let maxLength = Int(Int32.max)
   /// The deepest a frame may be to be embedded as JSON in a store record: the record, and the
   /// Varlink replies and events that carry it (`parameters`, `records`, …), add levels of
   /// their own and must stay within `maxDepth`, which every parser here (JSONValue,
@@ -88,6 +92,7 @@ public struct JSONScanner {
     _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
     nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
+    guard buffer.count <= Self.maxLength else { return nil }
     var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     var result = Result(
       topLevel: FieldRanges(count: topLevelKeys.count),
@@ -135,6 +140,7 @@ public struct JSONScanner {
     _ buffer: UnsafeRawBufferPointer, elements: Int, nestedIn: Int? = nil,
     nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
+    guard buffer.count <= Self.maxLength else { return nil }
     var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     var result = Result(
       topLevel: FieldRanges(count: elements), nested: FieldRanges(count: nestedKeys.count),
