@@ -282,7 +282,9 @@ public struct JSONScanner {
     let start = index
     var utf8 = UTF8Validator()
     var plainStart = index
-    while index < count {
+    while true {
+      index = StringStops.first(in: base, from: index, count: count)
+      guard index < count else { return nil }
       let byte = base[index]
       if byte == UInt8(ascii: "\"") {
         guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
@@ -290,28 +292,23 @@ public struct JSONScanner {
         index += 1
         return range
       }
-      if byte < 0x20 { return nil }  // control characters must be escaped
-      if byte == UInt8(ascii: "\\") {
-        guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
-        index += 1
-        guard index < count else { return nil }
-        switch base[index] {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-          UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-          index += 1
-        case UInt8(ascii: "u"):
-          guard index + 4 < count else { return nil }
-          for offset in 1...4 where !base[index + offset].isHexDigit { return nil }
-          index += 5
-        default:
-          return nil
-        }
-        plainStart = index
-        continue
-      }
+      guard byte == UInt8(ascii: "\\") else { return nil }  // control characters must be escaped
+      guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
       index += 1
+      guard index < count else { return nil }
+      switch base[index] {
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+        UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+        index += 1
+      case UInt8(ascii: "u"):
+        guard index + 4 < count else { return nil }
+        for offset in 1...4 where !base[index + offset].isHexDigit { return nil }
+        index += 5
+      default:
+        return nil
+      }
+      plainStart = index
     }
-    return nil
   }
 
   private func validate(_ validator: inout UTF8Validator, _ range: Range<Int>) -> Bool {

@@ -57,6 +57,43 @@ final class JSONTests: XCTestCase {
     XCTAssertNil([UInt8]([0x22, 0xC0, 0xAF, 0x22]).withUnsafeBytes { JSONScanner.scan($0) })
   }
 
+  func testScannerFindsEveryStringStopAtEveryOffsetOfALongString() {
+    // Strings are walked eight bytes a step: a quote, a backslash or a control character must
+    // end the plain run wherever it falls in a word, and bytes that merely look close (0x1F
+    // apart, 0x80 and up, neighbours of the stops) must not.
+    let plain: [[UInt8]] = [
+      [0x20], [0x21], [0x23], [0x5B], [0x5D], [0x7F], [0xC3, 0xA9], [0xE2, 0x82, 0xAC],
+      [0xF0, 0x9F, 0x98, 0x80],
+    ]
+    for before in 0..<20 {
+      for after in [0, 1, 7, 8, 9, 17] {
+        let head = [UInt8](repeating: UInt8(ascii: "a"), count: before)
+        let tail = [UInt8](repeating: UInt8(ascii: "b"), count: after)
+        for middle in plain + [Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\u00e9"#.utf8)] {
+          let content = head + middle + tail
+          let text = Array(#"{"k":""#.utf8) + content + Array(#""}"#.utf8)
+          let result = text.withUnsafeBytes {
+            JSONScanner.scan($0, topLevelKeys: [Array("k".utf8)])
+          }
+          XCTAssertEqual(
+            result?.topLevel[0], 5..<(7 + content.count), "\(before) \(middle) \(after)")
+        }
+        for stop: UInt8 in [0x00, 0x01, 0x0A, 0x1F] {
+          let text = [0x22] + head + [stop] + tail + [0x22]
+          XCTAssertNil(text.withUnsafeBytes { JSONScanner.scan($0) }, "\(before) \(stop) \(after)")
+        }
+        // A quote anywhere in a word ends the string exactly there.
+        let pair =
+          Array(#"{"k":""#.utf8) + head + Array(#"","z":""#.utf8) + tail + Array(#""}"#.utf8)
+        let ranges = pair.withUnsafeBytes {
+          JSONScanner.scan($0, topLevelKeys: [Array("k".utf8), Array("z".utf8)])?.topLevel
+        }
+        XCTAssertEqual(ranges?[0], 5..<(7 + before))
+        XCTAssertEqual(ranges?[1], (12 + before)..<(14 + before + after))
+      }
+    }
+  }
+
   func testScannerFindsEnvelopeFieldsIncludingEscapedKeys() {
     let text =
       #"{"data": {"sender":"bob","room_id": 7, "client_id":"c-1"}, "ev\u0065nt":"message"}"#

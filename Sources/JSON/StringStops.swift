@@ -1,0 +1,33 @@
+/// Where the plain run of a JSON string's content ends: the first quote, backslash or control
+/// character (RFC 8259 §7), the only bytes a scanner must look at inside a string.
+///
+/// Most of a chat frame is string content, so the search looks at eight bytes a step. A byte
+/// that equals a quote or a backslash, or is below 0x20, sets its high bit in a mask (the
+/// "has a zero byte" arithmetic); a borrow can only mark bytes above one already marked, so the
+/// lowest mark is exact. Bytes of 0x80 and up (UTF-8 sequences) never mark.
+enum StringStops {
+  /// The index of the first stop at or after `index` in `base[..<count]`, or `count`.
+  @inline(__always)
+  static func first(in base: UnsafePointer<UInt8>, from index: Int, count: Int) -> Int {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highBits: UInt64 = 0x8080_8080_8080_8080
+    var index = index
+    while count &- index >= 8 {
+      let word = UInt64(
+        littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+      let quotes = word ^ (ones &* 0x22)
+      let backslashes = word ^ (ones &* 0x5C)
+      let stops =
+        ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes
+          | (word &- ones &* 0x20) & ~word) & highBits
+      if stops != 0 { return index &+ stops.trailingZeroBitCount &>> 3 }
+      index &+= 8
+    }
+    while index < count {
+      let byte = base[index]
+      if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return index }
+      index &+= 1
+    }
+    return index
+  }
+}
