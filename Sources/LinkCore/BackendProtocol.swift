@@ -160,6 +160,10 @@ public struct InboundMessage: Sendable {
 }
 
 /// What a dialect made of one inbound frame.
+///
+/// Every inbound frame makes one, and most carry a record and nothing else: the fields only a
+/// dialect's control frames set live in one shared box, allocated only when one of them is
+/// set, so that a plain record's reading is copied and destroyed without touching them.
 public struct ProtocolReading: Sendable {
   /// What the session set-up learned from this frame.
   public enum Session: Sendable, Hashable {
@@ -172,33 +176,95 @@ public struct ProtocolReading: Sendable {
     case broken(String)
   }
 
+  /// The fields a plain record leaves at their defaults.
+  private struct Rare: Sendable {
+    var moreRecords: [(record: InboundMessage, acknowledgement: Message?)] = []
+    var delivered: [UInt64] = []
+    var failed: [DeliveryFailure] = []
+    var replies: [Message] = []
+    var heartbeatAnswered = false
+    var session: Session?
+    var peerHeartbeat: Duration?
+    var problem: String?
+    var heartbeatInterval: Duration?
+  }
+
+  // Copy on write: a shared box is copied before it is changed, so it is never mutated
+  // while another reading (or thread) can see it.
+  private final class RareBox: @unchecked Sendable {
+    var fields: Rare
+    init(_ fields: Rare) { self.fields = fields }
+  }
+
+  private var box: RareBox?
+
+  private var rare: Rare {
+    get { box?.fields ?? Rare() }
+    _modify {
+      if box == nil {
+        box = RareBox(Rare())
+      } else if !isKnownUniquelyReferenced(&box!) {
+        box = RareBox(box!.fields)
+      }
+      yield &box!.fields
+    }
+  }
+
   /// The record to store; nil for the dialect's own control frames.
   public var record: InboundMessage?
-  /// Further records from the same frame (a broker may pack several messages in one), each
-  /// with its acknowledgement, stored after `record`.
-  public var moreRecords: [(record: InboundMessage, acknowledgement: Message?)] = []
   /// A frame to send once `record` is durable (the dialect's delivery acknowledgement).
   public var acknowledgement: Message?
   /// The client id of one of our messages, when this frame echoes it.
   public var echoedClientID: String?
+
+  /// Further records from the same frame (a broker may pack several messages in one), each
+  /// with its acknowledgement, stored after `record`.
+  public var moreRecords: [(record: InboundMessage, acknowledgement: Message?)] {
+    get { box?.fields.moreRecords ?? [] }
+    _modify { yield &rare.moreRecords }
+  }
   /// Outbox counts the backend confirmed with the dialect's own acknowledgements.
-  public var delivered: [UInt64]
+  public var delivered: [UInt64] {
+    get { box?.fields.delivered ?? [] }
+    _modify { yield &rare.delivered }
+  }
   /// Messages the backend refused with the dialect's own acknowledgements.
-  public var failed: [DeliveryFailure] = []
+  public var failed: [DeliveryFailure] {
+    get { box?.fields.failed ?? [] }
+    _modify { yield &rare.failed }
+  }
   /// Frames to send at once (e.g. the answer to the backend's heartbeat).
-  public var replies: [Message]
+  public var replies: [Message] {
+    get { box?.fields.replies ?? [] }
+    _modify { yield &rare.replies }
+  }
   /// Whether this frame answers our `heartbeat()` probe.
-  public var heartbeatAnswered: Bool
+  public var heartbeatAnswered: Bool {
+    get { box?.fields.heartbeatAnswered ?? false }
+    _modify { yield &rare.heartbeatAnswered }
+  }
   /// A change in the session set-up.
-  public var session: Session?
+  public var session: Session? {
+    get { box?.fields.session }
+    _modify { yield &rare.session }
+  }
   /// The backend's own heartbeat arrived: it promises the next within this span, and is
   /// dead without one (no keepalive probes go out while the backend sends heartbeats).
-  public var peerHeartbeat: Duration?
+  public var peerHeartbeat: Duration? {
+    get { box?.fields.peerHeartbeat }
+    _modify { yield &rare.peerHeartbeat }
+  }
   /// Something about the backend's frames worth a line in the log.
-  public var problem: String?
+  public var problem: String? {
+    get { box?.fields.problem }
+    _modify { yield &rare.problem }
+  }
   /// The backend wants the dialect's heartbeat this often on this connection (MQTT 5's
   /// server keep alive), instead of PingIntervalSec=.
-  public var heartbeatInterval: Duration?
+  public var heartbeatInterval: Duration? {
+    get { box?.fields.heartbeatInterval }
+    _modify { yield &rare.heartbeatInterval }
+  }
 
   /// Creates a reading; by default a frame stored as `record` and nothing else.
   public init(
@@ -209,9 +275,9 @@ public struct ProtocolReading: Sendable {
     self.record = record
     self.acknowledgement = acknowledgement
     self.echoedClientID = echoedClientID
-    self.delivered = delivered
-    self.replies = replies
-    self.heartbeatAnswered = heartbeatAnswered
-    self.session = session
+    if !delivered.isEmpty { self.delivered = delivered }
+    if !replies.isEmpty { self.replies = replies }
+    if heartbeatAnswered { self.heartbeatAnswered = true }
+    if let session { self.session = session }
   }
 }

@@ -79,30 +79,34 @@ public struct EnvelopeProtocol: BackendProtocol {
     guard case .text(let bytes) = message else {
       return ProtocolReading(record: InboundMessage(payload: message, scan: .unscanned))
     }
-    return bytes.withUnsafeBytes { raw in
+    // The closures return plain values and the reading is built once, here: a reading made
+    // inside `withUnsafeBytes` would be copied out and destroyed again for every frame.
+    let scan = bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
-      let scan = JSONScanner.scan(
+      JSONScanner.scan(
         raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
         maxDepth: JSONScanner.embeddedMaxDepth)
-      guard let scan else {
-        return ProtocolReading(record: InboundMessage(payload: message, scan: .notJSON))
-      }
-      var record = InboundMessage(
-        payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks))
-      if let range = scan.nested[0] {
-        let first = raw[range.lowerBound]
-        // Only numbers and strings name a room; objects, arrays and null do not.
-        if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
-          record.room = Array(raw[range])
-        }
-      }
-      var reading = ProtocolReading(record: record)
-      // Only a message event echoes a send; other events may carry ids of their own.
-      if Self.string(raw, scan.topLevel[0], equals: messageEventName) {
-        reading.echoedClientID = Self.string(raw, scan.nested[1])
-      }
-      return reading
     }
+    guard let scan else {
+      return ProtocolReading(record: InboundMessage(payload: message, scan: .notJSON))
+    }
+    var room: [UInt8]?
+    if let range = scan.nested[0] {
+      let first = bytes[range.lowerBound]
+      // Only numbers and strings name a room; objects, arrays and null do not.
+      if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
+        room = Array(bytes[range])
+      }
+    }
+    let echoedClientID = bytes.withUnsafeBytes { raw -> String? in
+      // Only a message event echoes a send; other events may carry ids of their own.
+      guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
+      return Self.string(raw, scan.nested[1])
+    }
+    return ProtocolReading(
+      record: InboundMessage(
+        payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room),
+      echoedClientID: echoedClientID)
   }
 
   /// Whether the JSON string at `range` holds `expected`: compared as bytes, decoded only when

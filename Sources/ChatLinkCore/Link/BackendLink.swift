@@ -171,7 +171,11 @@ public final class BackendLink: WebSocketClientDelegate {
     performing = true
     var index = 0
     while index < actions.count {
-      perform(actions[index])
+      // Moved out, not copied: a copy would retain every payload of the action once more
+      // (an inbound record's for every frame), and the array would release them again.
+      var action = LinkAction.requestOutbox
+      swap(&action, &actions[index])
+      perform(action)
       index += 1
     }
     actions.removeAll(keepingCapacity: actions.capacity <= 256)

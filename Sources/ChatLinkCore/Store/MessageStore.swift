@@ -186,11 +186,10 @@ public final class MessageStore {
     time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
-    let record = StoreRecord(
-      seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
-      meta: meta, payload: payload)
     let before = buffer.count
-    record.appendLine(to: &buffer, scan: scan, formatter: &timeFormatter)
+    StoreRecord.appendLine(
+      seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
+      payload: payload, scan: scan, to: &buffer, formatter: &timeFormatter)
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq

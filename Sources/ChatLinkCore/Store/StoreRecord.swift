@@ -80,17 +80,30 @@ public struct StoreRecord: Sendable, Hashable {
   public func appendLine(
     to out: inout [UInt8], scan: PayloadScan = .unscanned, formatter: inout TimestampFormatter
   ) {
-    out.append(Self.seqPrefix)
+    Self.appendLine(
+      seq: seq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
+      payload: payload, scan: scan, to: &out, formatter: &formatter)
+  }
+
+  /// Appends a record's line from its parts, without building the record: the store does
+  /// this for every inbound frame, and a record built for it would retain and release each
+  /// part once more.
+  static func appendLine(
+    seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: String?,
+    meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
+    formatter: inout TimestampFormatter
+  ) {
+    out.append(seqPrefix)
     out.appendDecimal(seq)
-    out.append(Self.timeKey)
+    out.append(timeKey)
     formatter.append(time, to: &out)
-    out.append(direction == .inbound ? Self.dirIn : Self.dirOut)
-    if let room { out.append(contentsOf: room) } else { out.append(Self.null) }
+    out.append(direction == .inbound ? dirIn : dirOut)
+    if let room { out.append(contentsOf: room) } else { out.append(null) }
     switch payload {
     case .binary(let bytes):
-      out.append(Self.typeBinary)
-      appendID(to: &out)
-      out.append(Self.dataKey)
+      out.append(typeBinary)
+      appendID(clientID, meta, to: &out)
+      out.append(dataKey)
       out.append(UInt8(ascii: "\""))
       Base64.encode(bytes, into: &out)
       out.append(UInt8(ascii: "\""))
@@ -103,18 +116,18 @@ public struct StoreRecord: Sendable, Hashable {
             scan
           }
         if case .json(let hasLineBreaks) = known {
-          out.append(Self.typeJSON)
-          appendID(to: &out)
-          out.append(Self.dataKey)
+          out.append(typeJSON)
+          appendID(clientID, meta, to: &out)
+          out.append(dataKey)
           if hasLineBreaks {
             JSONString.minify(raw, to: &out)
           } else {
             out.append(contentsOf: raw)
           }
         } else {
-          out.append(Self.typeText)
-          appendID(to: &out)
-          out.append(Self.dataKey)
+          out.append(typeText)
+          appendID(clientID, meta, to: &out)
+          out.append(dataKey)
           JSONString.append(raw, to: &out)
         }
       }
@@ -124,13 +137,13 @@ public struct StoreRecord: Sendable, Hashable {
   }
 
   /// The members between `type` and `data`: the client id and the meta object, when set.
-  private func appendID(to out: inout [UInt8]) {
+  private static func appendID(_ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]) {
     if let clientID {
-      out.append(Self.idKey)
+      out.append(idKey)
       JSONString.append(clientID, to: &out)
     }
     if let meta {
-      out.append(Self.metaKey)
+      out.append(metaKey)
       out.append(contentsOf: meta)
     }
   }
