@@ -33,25 +33,6 @@ extension Array where Element == UInt8 {
   /// Appends the decimal digits of `value`, without allocating.
   @inlinable
   public mutating func appendDecimal(_ value: UInt64) {
-    if value == 0 {
-      append(UInt8(ascii: "0"))
-      return
-    }
-    var digits:
-      (
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-      ) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var count = 0
-    var v = value
-    Swift.withUnsafeMutableBytes(of: &digits) { raw in
-      while v > 0 {
-        raw[count] = UInt8(ascii: "0") + UInt8(v % 10)
-        v /= 10
-        count += 1
-      }
-      for i in stride(from: count - 1, through: 0, by: -1) { append(raw[i]) }
-    }
+    append(maxCount: 20) { $0.writeDecimal(value) }
   }
 }

@@ -181,8 +181,16 @@ public struct TimestampFormatter: Sendable {
   /// Creates a formatter with an empty cache.
   public init() {}
 
+  /// The length of what `write` writes.
+  public static let length = 27
+
   /// Appends `time` as RFC 3339 UTC with microseconds.
   public mutating func append(_ time: Timestamp, to out: inout [UInt8]) {
+    out.append(maxCount: Self.length) { write(time, to: &$0) }
+  }
+
+  /// Writes `time` as RFC 3339 UTC with microseconds (`length` bytes).
+  public mutating func write(_ time: Timestamp, to writer: inout ByteWriter) {
     let micros = time.microseconds
     let second = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
     if second != self.second {
@@ -191,16 +199,8 @@ public struct TimestampFormatter: Sendable {
       prefix = Array(full[..<20])
       self.second = second
     }
-    out.append(contentsOf: prefix)
-    var fraction = Int(micros - second * 1_000_000)
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
-    withUnsafeMutableBytes(of: &digits) { raw in
-      for i in stride(from: 5, through: 0, by: -1) {
-        raw[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
-        fraction /= 10
-      }
-      out.append(contentsOf: raw)
-    }
-    out.append(UInt8(ascii: "Z"))
+    prefix.withUnsafeBytes { writer.write($0) }
+    writer.writeDecimal(Int(micros - second * 1_000_000), width: 6)
+    writer.write(UInt8(ascii: "Z"))
   }
 }

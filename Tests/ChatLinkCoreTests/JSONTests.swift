@@ -94,6 +94,41 @@ final class JSONTests: XCTestCase {
     }
   }
 
+  func testDecimalsAreWrittenWithEveryDigitAndNothingMore() {
+    for value: UInt64 in [0, 7, 9, 10, 99, 100, 12_345, 1_000_000, UInt64(UInt32.max), .max] {
+      var out: [UInt8] = [UInt8(ascii: "<")]
+      out.appendDecimal(value)
+      out.append(UInt8(ascii: ">"))
+      XCTAssertEqual(String(decoding: out, as: UTF8.self), "<\(value)>")
+    }
+    var out: [UInt8] = []
+    out.append(maxCount: 16) { writer in
+      writer.writeDecimal(42, width: 6)
+      writer.write(UInt8(ascii: ","))
+      writer.writeDecimal(0, width: 2)
+      writer.write(StaticString(",x"))
+      [UInt8(ascii: "y")].withUnsafeBytes { writer.write($0) }
+      writer.write(UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+    XCTAssertEqual(String(decoding: out, as: UTF8.self), "000042,00,xy")
+  }
+
+  func testTimestampsFormatTheSameWithAndWithoutTheCachedSecond() {
+    var formatter = TimestampFormatter()
+    for micros: Int64 in [
+      0, 1, 999_999, 1_000_000, 1_764_676_800_123_456, 1_764_676_800_123_457, -1, -1_000_001,
+    ] {
+      let time = Timestamp(microseconds: micros)
+      var cached: [UInt8] = []
+      formatter.append(time, to: &cached)
+      var fresh: [UInt8] = []
+      time.append(to: &fresh)
+      XCTAssertEqual(
+        String(decoding: cached, as: UTF8.self), String(decoding: fresh, as: UTF8.self))
+      XCTAssertEqual(cached.count, TimestampFormatter.length)
+    }
+  }
+
   func testScannerFindsEnvelopeFieldsIncludingEscapedKeys() {
     let text =
       #"{"data": {"sender":"bob","room_id": 7, "client_id":"c-1"}, "ev\u0065nt":"message"}"#

@@ -66,6 +66,8 @@ public struct StoreRecord: Sendable, Hashable {
   private static let idKey: StaticString = #","id":"#
   private static let metaKey: StaticString = #","meta":"#
   private static let dataKey: StaticString = #","data":"#
+  private static let typeJSONData: StaticString = #","type":"json","data":"#
+  private static let lineEnd: StaticString = "}\n"
 
   /// Appends the record as one JSON line, newline included.
   ///
@@ -93,12 +95,16 @@ public struct StoreRecord: Sendable, Hashable {
     meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
     formatter: inout TimestampFormatter
   ) {
-    out.append(seqPrefix)
-    out.appendDecimal(seq)
-    out.append(timeKey)
-    formatter.append(time, to: &out)
-    out.append(direction == .inbound ? dirIn : dirOut)
-    if let room { out.append(contentsOf: room) } else { out.append(null) }
+    // The fixed members up to the room in one append (the store does this for every record).
+    let roomBytes = room?.count ?? 4
+    out.append(maxCount: 64 + TimestampFormatter.length + roomBytes) { line in
+      line.write(seqPrefix)
+      line.writeDecimal(seq)
+      line.write(timeKey)
+      formatter.write(time, to: &line)
+      line.write(direction == .inbound ? dirIn : dirOut)
+      if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
+    }
     switch payload {
     case .binary(let bytes):
       out.append(typeBinary)
@@ -116,9 +122,13 @@ public struct StoreRecord: Sendable, Hashable {
             scan
           }
         if case .json(let hasLineBreaks) = known {
-          out.append(typeJSON)
-          appendID(clientID, meta, to: &out)
-          out.append(dataKey)
+          if clientID == nil && meta == nil {
+            out.append(typeJSONData)
+          } else {
+            out.append(typeJSON)
+            appendID(clientID, meta, to: &out)
+            out.append(dataKey)
+          }
           if hasLineBreaks {
             JSONString.minify(raw, to: &out)
           } else {
@@ -132,8 +142,7 @@ public struct StoreRecord: Sendable, Hashable {
         }
       }
     }
-    out.append(UInt8(ascii: "}"))
-    out.append(0x0A)
+    out.append(lineEnd)
   }
 
   /// The members between `type` and `data`: the client id and the meta object, when set.
