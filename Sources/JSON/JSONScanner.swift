@@ -56,6 +56,8 @@ public struct JSONScanner {
   private let count: Int
   private var index = 0
   private var depth = 0
+  /// Whether the string `string()` parsed last had escapes.
+  private var lastStringEscaped = false
   private var lineBreaks = false
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
   public static let maxDepth = 128
@@ -205,7 +207,7 @@ public struct JSONScanner {
   /// Parses an object; `member` parses each member's value, given the key's content range
   /// (without quotes) and the index where the value starts.
   private mutating func object(
-    _ member: (inout JSONScanner, _ key: Range<Int>, _ valueStart: Int) -> Bool
+    _ member: (inout JSONScanner, _ key: Key, _ valueStart: Int) -> Bool
   ) -> Bool {
     depth += 1
     defer { depth -= 1 }
@@ -218,7 +220,8 @@ public struct JSONScanner {
     }
     while true {
       skipWhitespace()
-      guard peek == UInt8(ascii: "\""), let key = string() else { return false }
+      guard peek == UInt8(ascii: "\""), let keyRange = string() else { return false }
+      let key = Key(range: keyRange, escaped: lastStringEscaped)
       skipWhitespace()
       guard peek == UInt8(ascii: ":") else { return false }
       index += 1
@@ -286,6 +289,7 @@ public struct JSONScanner {
     let start = index
     var utf8 = UTF8Validator()
     var plainStart = index
+    lastStringEscaped = false
     while true {
       index = StringStops.first(in: base, from: index, count: count)
       guard index < count else { return nil }
@@ -298,6 +302,7 @@ public struct JSONScanner {
       }
       guard byte == UInt8(ascii: "\\") else { return nil }  // control characters must be escaped
       guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
+      lastStringEscaped = true
       index += 1
       guard index < count else { return nil }
       switch base[index] {
@@ -354,22 +359,28 @@ public struct JSONScanner {
     return index > start
   }
 
-  /// Compares a key's raw content with `expected`; keys with escapes compare decoded.
-  private func keyEquals(_ key: Range<Int>, _ expected: [UInt8]) -> Bool {
-    if key.count == expected.count {
-      var equal = true
-      for (offset, byte) in expected.enumerated() where base[key.lowerBound + offset] != byte {
-        equal = false
-        break
-      }
-      if equal { return true }
+  /// An object member's key: the range of its content (without quotes), and whether it has
+  /// escapes.
+  private struct Key {
+    var range: Range<Int>
+    var escaped: Bool
+  }
+
+  /// Compares a key with `expected`: as raw bytes, or decoded when it has escapes. Every
+  /// member of every inbound frame is compared with each requested key, and most differ in
+  /// length: those are settled by the length alone.
+  private func keyEquals(_ key: Key, _ expected: [UInt8]) -> Bool {
+    if key.escaped {
+      let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
+      return JSONString.unescape(raw) == expected
     }
-    guard (key.lowerBound..<key.upperBound).contains(where: { base[$0] == UInt8(ascii: "\\") })
-    else {
-      return false
+    guard key.range.count == expected.count else { return false }
+    return expected.withUnsafeBufferPointer { want in
+      var i = 0
+      let start = base + key.range.lowerBound
+      while i < want.count && start[i] == want[i] { i += 1 }
+      return i == want.count
     }
-    let raw = UnsafeRawBufferPointer(start: base + key.lowerBound, count: key.count)
-    return JSONString.unescape(raw) == expected
   }
 }
 
