@@ -28,6 +28,9 @@ public struct EnvelopeProtocol: BackendProtocol {
   // `{"event":"send-message","data":`, quoted once instead of for every message.
   private let sendOpening: [UInt8]
   private let messageEventName: [UInt8]
+  // The room of the last frame: frames of one room follow each other, and sharing its bytes
+  // saves an allocation for each of them.
+  private var lastRoom: [UInt8] = []
 
   /// Creates the adapter.
   public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
@@ -95,7 +98,7 @@ public struct EnvelopeProtocol: BackendProtocol {
       let first = bytes[range.lowerBound]
       // Only numbers and strings name a room; objects, arrays and null do not.
       if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
-        room = Array(bytes[range])
+        room = sameRoom(bytes[range])
       }
     }
     let echoedClientID = bytes.withUnsafeBytes { raw -> String? in
@@ -107,6 +110,20 @@ public struct EnvelopeProtocol: BackendProtocol {
       record: InboundMessage(
         payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room),
       echoedClientID: echoedClientID)
+  }
+
+  /// The room's bytes: the previous frame's array when they are the same.
+  private mutating func sameRoom(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+    let same = bytes.withUnsafeBufferPointer { new in
+      lastRoom.withUnsafeBufferPointer { last in
+        guard new.count == last.count else { return false }
+        var i = 0
+        while i < new.count && new[i] == last[i] { i += 1 }
+        return i == new.count
+      }
+    }
+    if !same { lastRoom = Array(bytes) }
+    return lastRoom
   }
 
   /// Whether the JSON string at `range` holds `expected`: compared as bytes, decoded only when

@@ -5,10 +5,11 @@ extension LinkCore {
   mutating func received(_ message: Message, now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard let current = connection, current != .attempting else { return }
     keepalive.frameArrived(now: now)
-    let reading = backend.read(message)
-    if let record = reading.record {
+    var reading = backend.read(message)
+    // Taken, not copied: every inbound frame's record passes here.
+    if let record = reading.record.take() {
       counters.received += 1
-      actions.append(.store(record, acknowledgement: reading.acknowledgement))
+      actions.append(.store(record, acknowledgement: reading.acknowledgement.take()))
     }
     for (record, acknowledgement) in reading.moreRecords {
       counters.received += 1

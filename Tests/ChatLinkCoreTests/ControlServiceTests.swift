@@ -278,6 +278,33 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(code, 1001)
   }
 
+  func testSubscribersAreCountedUntilTheLastOneHangsUp() throws {
+    var first: ControlTestClient? = try fixture.client()
+    var second: ControlTestClient? = try fixture.client()
+    for client in [first, second] {
+      client?.call(SubscribeMethod.self, SubscribeParameters(), more: true)
+      _ = try client?.reply()
+    }
+    func spin(until done: () -> Bool) throws {
+      for _ in 0..<500 where !done() { try fixture.loop.runOnce(timeout: 10_000) }
+    }
+    // A second Subscribe on the same connection replaces its filter (its replies wait behind
+    // the first stream's): still one subscriber.
+    first?.call(SubscribeMethod.self, SubscribeParameters(room: "7"), more: true)
+    let seven = ControlConnection.Subscription.room(RoomID("7")!)
+    try spin { fixture.server.all.contains { $0.subscription == seven } }
+    XCTAssertTrue(fixture.server.all.contains { $0.subscription == seven })
+    XCTAssertEqual(fixture.server.subscriberCount, 2)
+    first = nil
+    try spin { fixture.server.subscriberCount < 2 }
+    XCTAssertEqual(fixture.server.subscriberCount, 1)
+    XCTAssertTrue(fixture.service.hasSubscribers)
+    second = nil
+    try spin { !fixture.service.hasSubscribers }
+    XCTAssertEqual(fixture.server.subscriberCount, 0)
+    XCTAssertFalse(fixture.service.hasSubscribers)
+  }
+
   func testASubscriptionPassesItsRoomAndEventsAboutNoRoom() {
     let seven = ControlConnection.Subscription.room(RoomID("7")!)
     XCTAssertTrue(seven.passes(RoomID("7")))

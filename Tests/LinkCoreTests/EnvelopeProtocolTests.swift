@@ -81,6 +81,25 @@ final class EnvelopeProtocolTests: XCTestCase {
     XCTAssertNil(binary.echoedClientID)
   }
 
+  func testEachFrameKeepsItsOwnRoomWhenRoomsChangeFromFrameToFrame() {
+    // The dialect shares one room's bytes between consecutive frames of that room.
+    var envelope = EnvelopeProtocol(sender: "me")
+    let rooms = ["7", "7", "8", #""ops""#, #""dev""#, #""dev""#, "78", "7", "-7", #""o\"s""#, "7"]
+    var previous: InboundMessage?
+    for room in rooms + [nil, "7"] {
+      let data = room.map { #"{"room_id":\#($0),"message":"m"}"# } ?? #"{"message":"m"}"#
+      let frame = #"{"event":"message","data":\#(data)}"#
+      let record = envelope.read(.text(Array(frame.utf8))).record
+      XCTAssertEqual(record?.room, room.map { Array($0.utf8) }, "\(room ?? "none")")
+      XCTAssertEqual(record?.payload, .text(Array(frame.utf8)))
+      // An earlier record keeps its room whatever came after.
+      if let previous, let room = previous.room {
+        XCTAssertEqual(previous.payload.text?.contains(String(decoding: room, as: UTF8.self)), true)
+      }
+      previous = record
+    }
+  }
+
   func testEnvelopeQuotesEveryTextExactlyAsJSON() throws {
     var envelope = EnvelopeProtocol(sender: "ops \"bot\"")
     for text in ["plain", "quote \" back \\ slash", "ctl \u{01}\u{1F}\u{7F}\t\n", "héllo 🚀", ""] {

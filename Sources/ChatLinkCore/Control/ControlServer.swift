@@ -108,6 +108,9 @@ public final class ControlServer {
 
   /// Send receipts watched by all connections together (Send with "more").
   var watchedSendCount = 0
+  /// Connections with an active Subscribe stream: counted, not searched for, since every
+  /// inbound message asks whether there are any.
+  var subscriberCount = 0
 
   /// Every open connection, for publishing events.
   var all: Dictionary<ObjectIdentifier, ControlConnection>.Values { connections.values }
@@ -155,6 +158,7 @@ public final class ControlConnection: ByteStreamDelegate {
 
   /// Starts the Subscribe stream of `call`.
   func subscribe(_ call: VarlinkCall, room: RoomID?) {
+    if subscription == nil { server.subscriberCount += 1 }
     subscription = room.map(Subscription.room) ?? .everyRoom
     subscriptionTag = call.tag
   }
@@ -319,6 +323,10 @@ public final class ControlConnection: ByteStreamDelegate {
   }
 
   private func forgetWatches() {
+    if subscription != nil {
+      server.subscriberCount -= 1
+      subscription = nil
+    }
     server.watchedSendCount -= watchedSends.count
     watchedSends = [:]
     held = [:]

@@ -43,7 +43,7 @@ public final class ControlService {
 
   /// Whether any client has a Subscribe stream open.
   public var hasSubscribers: Bool {
-    server.all.contains { $0.subscription != nil }
+    server.subscriberCount > 0
   }
 
   /// A room a caller named, checked; nil when none was named.
