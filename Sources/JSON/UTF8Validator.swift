@@ -32,11 +32,17 @@ public struct UTF8Validator: Sendable {
     var index = 0
     while index < count {
       if pending == 0 {
-        // ASCII fast path: eight bytes at a time while no high bit is set.
-        while count - index >= 8 {
+        // ASCII fast path: sixteen, then eight bytes at a time while no high bit is set.
+        while count &- index >= 16 {
+          let first = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+          let second = base.loadUnaligned(fromByteOffset: index &+ 8, as: UInt64.self)
+          if (first | second) & 0x8080_8080_8080_8080 != 0 { break }
+          index &+= 16
+        }
+        while count &- index >= 8 {
           let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
           if word & 0x8080_8080_8080_8080 != 0 { break }
-          index += 8
+          index &+= 8
         }
         if index == count { break }
         let byte = base.load(fromByteOffset: index, as: UInt8.self)

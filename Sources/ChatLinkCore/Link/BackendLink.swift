@@ -65,6 +65,8 @@ public final class BackendLink: WebSocketClientDelegate {
   /// What the core asked for and is not yet done, oldest first. Performing an action may
   /// feed the core again (a socket closing at once), which appends here.
   @exclusivity(unchecked) private var actions: [LinkAction] = []
+  /// How many of `actions` are done (and left as placeholders).
+  @exclusivity(unchecked) private var performed = 0
   private var performing = false
   private var timers: [Timer] = []
   var client: WebSocketClient?
@@ -169,16 +171,21 @@ public final class BackendLink: WebSocketClientDelegate {
     core.handle(event, now: loop.instant, into: &actions)
     guard !performing else { return }
     performing = true
-    var index = 0
-    while index < actions.count {
+    while performed < actions.count {
       // Moved out, not copied: a copy would retain every payload of the action once more
       // (an inbound record's for every frame), and the array would release them again.
       var action = LinkAction.requestOutbox
-      swap(&action, &actions[index])
+      swap(&action, &actions[performed])
       perform(action)
-      index += 1
+      performed += 1
     }
-    actions.removeAll(keepingCapacity: actions.capacity <= 256)
+    // What is left are placeholders: emptied now and then rather than after every event
+    // (most events are one inbound frame and one action); the room a burst of sends needed
+    // is given back.
+    if performed >= 64 {
+      actions.removeAll(keepingCapacity: actions.capacity <= 1024)
+      performed = 0
+    }
     performing = false
   }
 
