@@ -198,6 +198,10 @@ public struct ProtocolReading: Sendable {
 
   private var box: RareBox?
 
+  /// Whether any field besides the record, its acknowledgement and an echoed client id is
+  /// set: most frames' readings have none, and the core then skips them all.
+  var hasControlFields: Bool { box != nil }
+
   private var rare: Rare {
     get { box?.fields ?? Rare() }
     _modify {

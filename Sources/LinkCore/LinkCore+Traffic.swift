@@ -11,6 +11,12 @@ extension LinkCore {
       counters.received += 1
       actions.append(.store(record, acknowledgement: reading.acknowledgement.take()))
     }
+    guard reading.hasControlFields else {
+      if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
+        confirm(sent, &actions)
+      }
+      return
+    }
     for (record, acknowledgement) in reading.moreRecords {
       counters.received += 1
       actions.append(.store(record, acknowledgement: acknowledgement))
