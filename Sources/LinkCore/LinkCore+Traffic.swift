@@ -11,12 +11,19 @@ extension LinkCore {
       counters.received += 1
       actions.append(.store(record, acknowledgement: reading.acknowledgement.take()))
     }
-    guard reading.hasControlFields else {
-      if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
-        confirm(sent, &actions)
-      }
-      return
+    let control = reading.hasControlFields
+    if control { storeAndAnswer(reading, current: current, now: now, &actions) }
+    if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
+      confirm(sent, &actions)
     }
+    if control { settle(reading, current: current, now: now, &actions) }
+  }
+
+  /// A control frame's further records, replies and heartbeat answer.
+  private mutating func storeAndAnswer(
+    _ reading: ProtocolReading, current: Connection, now: MonotonicInstant,
+    _ actions: inout [LinkAction]
+  ) {
     for (record, acknowledgement) in reading.moreRecords {
       counters.received += 1
       actions.append(.store(record, acknowledgement: acknowledgement))
@@ -30,9 +37,13 @@ extension LinkCore {
       }
       keepalive.heartbeatAnswered()
     }
-    if let id = reading.echoedClientID, let sent = ledger.confirm(id: id) {
-      confirm(sent, &actions)
-    }
+  }
+
+  /// A control frame's acknowledgements, refusals, heartbeat promise, problem and session.
+  private mutating func settle(
+    _ reading: ProtocolReading, current: Connection, now: MonotonicInstant,
+    _ actions: inout [LinkAction]
+  ) {
     for count in reading.delivered {
       if let sent = ledger.confirm(count: count) { confirm(sent, &actions) }
     }
