@@ -5,53 +5,6 @@
 /// whether it holds raw line breaks (which JSON Lines cannot carry), and the byte ranges of
 /// up to two levels of named fields.
 public struct JSONScanner {
-  /// The byte ranges of requested fields, by index in the request: a table of fixed size kept
-  /// inline, so that a scan allocates nothing (every inbound frame is scanned).
-  public struct FieldRanges: Sendable, Hashable, RandomAccessCollection {
-    /// The most fields one scan can report, per level.
-    public static let capacity = 8
-    // -1 where a field is absent. 32-bit offsets keep a result at 72 bytes, copied on every
-    // scan (`scan` takes no buffer of 2 GiB or more).
-    private var starts = SIMD8<Int32>(repeating: -1)
-    private var ends = SIMD8<Int32>(repeating: -1)
-    /// How many fields were requested.
-    public let count: Int
-
-    init(count: Int) {
-      precondition(count <= Self.capacity, "at most \(Self.capacity) keys per level")
-      self.count = count
-    }
-
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
-
-    /// The range of field `index`'s value, or nil when the field is absent.
-    public subscript(index: Int) -> Range<Int>? {
-      get {
-        precondition(index >= 0 && index < count, "field index out of range")
-        return starts[index] < 0 ? nil : Int(starts[index])..<Int(ends[index])
-      }
-      set {
-        precondition(index >= 0 && index < count, "field index out of range")
-        starts[index] = Int32(truncatingIfNeeded: newValue?.lowerBound ?? -1)
-        ends[index] = Int32(truncatingIfNeeded: newValue?.upperBound ?? -1)
-      }
-    }
-  }
-
-  /// What a scan found.
-  public struct Result: Sendable, Hashable {
-    /// Byte ranges of the requested top-level fields' values, by index in the request.
-    public var topLevel: FieldRanges
-    /// Byte ranges of the requested fields inside the nested object, by index.
-    public var nested: FieldRanges
-    /// Whether insignificant whitespace contains CR or LF (the text must be minified
-    /// before it can be one JSON line).
-    public var hasLineBreaks: Bool
-    /// Whether the top-level value is an object.
-    public var isObject: Bool
-  }
-
   private let base: UnsafePointer<UInt8>
   private let count: Int
   private var index = 0
@@ -284,9 +237,25 @@ public struct JSONScanner {
   }
 
   /// Parses a string; returns the range of its content (between the quotes).
+  ///
+  /// Inlined into its callers, which parse a dozen strings in every frame: the usual string,
+  /// without escapes, costs one search for its closing quote here; the rest go the long way.
+  @inline(__always)
   private mutating func string() -> Range<Int>? {
-    index += 1  // opening quote
-    let start = index
+    let start = index + 1
+    let end = StringStops.first(in: base, from: start, count: count)
+    if end < count && base[end] == UInt8(ascii: "\"") && (knownUTF8 || isUTF8(start..<end)) {
+      index = end + 1
+      lastStringEscaped = false
+      return start..<end
+    }
+    return escapedString(from: start)
+  }
+
+  /// A string with escapes, or one that is not valid: walked from its start, escape by escape.
+  @inline(never)
+  private mutating func escapedString(from start: Int) -> Range<Int>? {
+    index = start
     var utf8 = UTF8Validator()
     var plainStart = index
     lastStringEscaped = false
@@ -318,6 +287,12 @@ public struct JSONScanner {
       }
       plainStart = index
     }
+  }
+
+  /// Whether `range` holds complete UTF-8.
+  private func isUTF8(_ range: Range<Int>) -> Bool {
+    var utf8 = UTF8Validator()
+    return validate(&utf8, range) && utf8.isComplete
   }
 
   private func validate(_ validator: inout UTF8Validator, _ range: Range<Int>) -> Bool {

@@ -1,7 +1,8 @@
 /// Where the plain run of a JSON string's content ends: the first quote, backslash or control
 /// character (RFC 8259 §7), the only bytes a scanner must look at inside a string.
 ///
-/// Most of a chat frame is string content, so the search looks at eight bytes a step. A byte
+/// Most of a chat frame is string content, so the search skips sixteen bytes a step while a
+/// vector compare finds no stop in them, then finds the exact place eight bytes a step: a byte
 /// that equals a quote or a backslash, or is below 0x20, sets its high bit in a mask (the
 /// "has a zero byte" arithmetic); a borrow can only mark bytes above one already marked, so the
 /// lowest mark is exact. Bytes of 0x80 and up (UTF-8 sequences) never mark.
@@ -9,9 +10,17 @@ enum StringStops {
   /// The index of the first stop at or after `index` in `base[..<count]`, or `count`.
   @inline(__always)
   static func first(in base: UnsafePointer<UInt8>, from index: Int, count: Int) -> Int {
+    var index = index
+    let quote = SIMD16<UInt8>(repeating: 0x22)
+    let backslash = SIMD16<UInt8>(repeating: 0x5C)
+    let space = SIMD16<UInt8>(repeating: 0x20)
+    while count &- index >= 16 {
+      let block = UnsafeRawPointer(base + index).loadUnaligned(as: SIMD16<UInt8>.self)
+      if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
+      index &+= 16
+    }
     let ones: UInt64 = 0x0101_0101_0101_0101
     let highBits: UInt64 = 0x8080_8080_8080_8080
-    var index = index
     while count &- index >= 8 {
       let word = UInt64(
         littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
