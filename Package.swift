@@ -34,7 +34,7 @@ let package = Package(
       name: "Transport", dependencies: ["EventLoop", "COpenSSL", "CSystem"], swiftSettings: strict),
     // Drives a WebSocket.ClientConnection over a Transport stream on the loop.
     .target(
-      name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop"],
+      name: "WebSocketClient", dependencies: ["WebSocket", "Transport", "EventLoop", "JSON"],
       swiftSettings: strict),
 
     // JSON: a validating scanner for hot paths, escaping, and a small value tree.

@@ -1,4 +1,5 @@
 import EventLoop
+import JSON
 import Transport
 import WebSocket
 
@@ -111,6 +112,10 @@ public final class WebSocketClient: ByteStreamDelegate {
   public let configuration: Configuration
   /// The current phase.
   @exclusivity(unchecked) public private(set) var phase = Phase.idle
+  // Unchecked exclusivity: set for every read, only on the loop's thread.
+  /// When the bytes being delivered were read (wall clock). Taken once per read: the messages
+  /// of one read arrived together, and share it instead of each asking the clock.
+  @exclusivity(unchecked) public private(set) var receivedAt = Timestamp(microseconds: 0)
 
   private let loop: EventLoop
   private let resolver: Resolver
@@ -268,6 +273,7 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
     guard let connection else { return }
+    receivedAt = .now()
     traffic?.bytesReceived += bytes.count
     connection.receive(bytes)
     while phase != .closed, let event = connection.nextEvent() {

@@ -86,11 +86,19 @@ final class BackendLinkTests: XCTestCase {
   func testInboundFramesAreStoredInOrderWithTheirRoomsAndReported() throws {
     let link = try start()
     var reported: [UInt64] = []
-    link.onInbound = { _, seq, _ in reported.append(seq) }
+    var times: [Timestamp] = []
+    link.onInbound = { _, seq, time in
+      reported.append(seq)
+      times.append(time)
+    }
     try spin(loop) { link.state == .open }
+    let sent = Timestamp.now()
     backend.current?.send(#"{"event":"message","data":{"room_id":7,"message":"hi"}}"#)
     backend.current?.send("not json")
     try spin(loop) { reported.count == 2 }
+    // Each record has the time of the read that brought it.
+    let seen = Timestamp.now()
+    XCTAssertTrue(times.allSatisfy { $0 >= sent && $0 <= seen }, "\(times) not in \(sent)…\(seen)")
     var durable = false
     store.whenDurable { durable = true }
     try spin(loop) { durable }

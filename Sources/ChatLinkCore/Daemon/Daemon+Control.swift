@@ -136,7 +136,10 @@ extension Daemon: ControlTarget {
     // fsynced. Under Sync=batch and none it goes out at once, before the fsync (the event's
     // seq against GetStatus's durable_seq tells whether it is durable yet).
     let waitForFsync = store.options.sync == .always
-    link.onInbound = { [unowned self] inbound, seq, time in
+    // Called for every inbound record: unowned(unsafe) spares it the atomic reference count
+    // of a checked unowned reference. The daemon owns the link, which owns this closure and
+    // calls it only from its own methods, so the daemon outlives every call.
+    link.onInbound = { [unowned(unsafe) self] inbound, seq, time in
       // Most of the time nobody follows: build nothing then.
       guard let service = self.service, service.hasSubscribers else {
         self.heldMessages.removeAll()

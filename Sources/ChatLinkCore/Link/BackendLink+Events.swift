@@ -70,7 +70,8 @@ extension BackendLink {
   // MARK: Store
 
   func storeInbound(_ record: InboundMessage, _ acknowledgement: Message?) {
-    let time = Timestamp.now()
+    // The time of the read that brought the frame (records come only from the client's reads).
+    let time = client?.receivedAt ?? .now()
     let seq = store.append(
       direction: .inbound, room: record.room, meta: record.meta, payload: record.payload,
       scan: record.scan, time: time)
