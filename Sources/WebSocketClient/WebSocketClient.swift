@@ -112,9 +112,8 @@ public final class WebSocketClient: ByteStreamDelegate {
   public let configuration: Configuration
   /// The current phase.
   @exclusivity(unchecked) public private(set) var phase = Phase.idle
-  // Unchecked exclusivity: set for every read, only on the loop's thread.
-  /// When the bytes being delivered were read (wall clock). Taken once per read: the messages
-  /// of one read arrived together, and share it instead of each asking the clock.
+  /// When the bytes being delivered were read (wall clock), once per read: the messages of one
+  /// read arrived together and share it. (Unchecked exclusivity: set on the loop's thread only.)
   @exclusivity(unchecked) public private(set) var receivedAt = Timestamp(microseconds: 0)
 
   private let loop: EventLoop
