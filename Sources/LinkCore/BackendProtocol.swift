@@ -55,6 +55,10 @@ public protocol BackendProtocol {
   mutating func heartbeat() -> Message?
   /// Reads one inbound frame; never fails: frames that do not parse are still stored.
   mutating func read(_ message: Message) -> ProtocolReading
+  /// Reads one inbound frame into `reading`, which starts empty. The core calls this one: a
+  /// dialect that reads every frame of a flood fills the caller's reading in place, where a
+  /// returned one would be copied and destroyed once more. By default, `read(_:)`.
+  mutating func read(_ message: Message, into reading: inout ProtocolReading)
   /// What the store's "out" record keeps of a frame `encode` made.
   func storedForm(of frame: Message) -> Message
   /// Why the backend refused us, read from a close it sent before the session was ready
@@ -78,6 +82,9 @@ extension BackendProtocol {
     ProtocolOpening(frames: [], ready: true)
   }
   public mutating func heartbeat() -> Message? { nil }
+  public mutating func read(_ message: Message, into reading: inout ProtocolReading) {
+    reading = read(message)
+  }
 }
 
 /// A dialect's own session, as status shows it.

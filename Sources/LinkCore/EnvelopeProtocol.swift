@@ -79,11 +79,17 @@ public struct EnvelopeProtocol: BackendProtocol {
   }
 
   public mutating func read(_ message: Message) -> ProtocolReading {
+    var reading = ProtocolReading(record: nil)
+    read(message, into: &reading)
+    return reading
+  }
+
+  public mutating func read(_ message: Message, into reading: inout ProtocolReading) {
     guard case .text(let bytes) = message else {
-      return ProtocolReading(record: InboundMessage(payload: message, scan: .unscanned))
+      reading.record = InboundMessage(payload: message, scan: .unscanned)
+      return
     }
-    // The closures return plain values and the reading is built once, here: a reading made
-    // inside `withUnsafeBytes` would be copied out and destroyed again for every frame.
+    // The closures return plain values: the reading is filled here, in place.
     let scan = bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       JSONScanner.scan(
@@ -91,7 +97,8 @@ public struct EnvelopeProtocol: BackendProtocol {
         maxDepth: JSONScanner.embeddedMaxDepth)
     }
     guard let scan else {
-      return ProtocolReading(record: InboundMessage(payload: message, scan: .notJSON))
+      reading.record = InboundMessage(payload: message, scan: .notJSON)
+      return
     }
     var room: [UInt8]?
     if let range = scan.nested[0] {
@@ -101,15 +108,13 @@ public struct EnvelopeProtocol: BackendProtocol {
         room = sameRoom(bytes[range])
       }
     }
-    let echoedClientID = bytes.withUnsafeBytes { raw -> String? in
+    reading.echoedClientID = bytes.withUnsafeBytes { raw -> String? in
       // Only a message event echoes a send; other events may carry ids of their own.
       guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
       return Self.string(raw, scan.nested[1])
     }
-    return ProtocolReading(
-      record: InboundMessage(
-        payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room),
-      echoedClientID: echoedClientID)
+    reading.record = InboundMessage(
+      payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room)
   }
 
   /// The room's bytes: the previous frame's array when they are the same.

@@ -5,7 +5,8 @@ extension LinkCore {
   mutating func received(_ message: Message, now: MonotonicInstant, _ actions: inout [LinkAction]) {
     guard let current = connection, current != .attempting else { return }
     keepalive.frameArrived(now: now)
-    var reading = backend.read(message)
+    var reading = ProtocolReading(record: nil)
+    backend.read(message, into: &reading)
     // Taken, not copied: every inbound frame's record passes here.
     if let record = reading.record.take() {
       counters.received += 1
