@@ -3,28 +3,6 @@ import JSON
 import Transport
 import WebSocket
 
-/// Receives a client's events on the loop.
-public protocol WebSocketClientDelegate: AnyObject {
-  /// The handshake completed; messages may be sent.
-  func webSocketDidOpen(_ client: WebSocketClient, handshake: ClientHandshake.Result)
-  /// A complete message arrived.
-  func webSocket(_ client: WebSocketClient, didReceive message: Message)
-  /// A pong arrived.
-  func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8])
-  /// A ping arrived (already answered).
-  func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8])
-  /// The connection is over and its socket closed; the client can be dropped.
-  func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect)
-  /// The attempt got further (for status lines).
-  func webSocket(_ client: WebSocketClient, didReach progress: WebSocketClient.Progress)
-}
-
-extension WebSocketClientDelegate {
-  public func webSocket(_ client: WebSocketClient, didReach progress: WebSocketClient.Progress) {}
-  public func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {}
-  public func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8]) {}
-}
-
 /// One WebSocket connection over TCP or TLS, driven by the event loop.
 ///
 /// It glues a `Connector` (transport), a `ClientConnection` (protocol) and timers. A client
@@ -105,7 +83,12 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   // Unchecked exclusivity (here, on `traffic`, `phase` and `connection`): read for every
   // message, only on the loop's thread, never through overlapping accesses.
-  @exclusivity(unchecked) public weak var delegate: (any WebSocketClientDelegate)?
+  @exclusivity(unchecked) public weak var delegate: (any WebSocketClientDelegate)? {
+    didSet { delegateChanges &+= 1 }
+  }
+  /// How often `delegate` was set: a read holds the delegate once for all its messages (a weak
+  /// reference costs atomic operations on every load) and takes it again after a change.
+  @exclusivity(unchecked) private var delegateChanges = 0
   /// Where this connection's traffic is counted, if anywhere.
   @exclusivity(unchecked) public var traffic: TrafficMeter?
   /// The configuration in use.
@@ -275,8 +258,14 @@ public final class WebSocketClient: ByteStreamDelegate {
     receivedAt = .now()
     traffic?.bytesReceived += bytes.count
     connection.receive(bytes)
+    var receiver = delegate
+    var receiverAt = delegateChanges
     while phase != .closed, let event = connection.nextEvent() {
-      handle(event)
+      if receiverAt != delegateChanges {
+        receiver = delegate
+        receiverAt = delegateChanges
+      }
+      handle(event, receiver)
     }
     // One write per read: pongs and close replies go out together.
     flush()
@@ -307,7 +296,7 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   // MARK: Internals
 
-  private func handle(_ event: ClientConnection.Event) {
+  private func handle(_ event: ClientConnection.Event, _ delegate: (any WebSocketClientDelegate)?) {
     switch event {
     case .opened(let result):
       deadlineTimer?.disarm()

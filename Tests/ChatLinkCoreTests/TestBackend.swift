@@ -53,6 +53,13 @@ final class TestBackend {
       stream.write(session.takeOutbound())
     }
 
+    /// Sends several text frames in one write, so the client reads them together.
+    func sendTogether(_ texts: [String]) {
+      guard let session else { return }
+      for text in texts { try? session.send(.text(Array(text.utf8))) }
+      stream.write(session.takeOutbound())
+    }
+
     func close(_ code: CloseCode) {
       guard let session else { return }
       try? session.close(code: code, reason: "test")
