@@ -46,5 +46,19 @@ extension JSONScanner {
     public var hasLineBreaks: Bool
     /// Whether the top-level value is an object.
     public var isObject: Bool
+
+    /// An empty result, to be filled by `scan(_:…into:)`.
+    public init() {
+      self.init(
+        topLevel: FieldRanges(count: 0), nested: FieldRanges(count: 0), hasLineBreaks: false,
+        isObject: false)
+    }
+
+    init(topLevel: FieldRanges, nested: FieldRanges, hasLineBreaks: Bool, isObject: Bool) {
+      self.topLevel = topLevel
+      self.nested = nested
+      self.hasLineBreaks = hasLineBreaks
+      self.isObject = isObject
+    }
   }
 }

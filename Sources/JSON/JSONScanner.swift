@@ -47,13 +47,29 @@ public struct JSONScanner {
     _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
     nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
-    guard buffer.count <= Self.maxLength else { return nil }
-    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
-    var result = Result(
+    var result = Result()
+    let ok = scan(
+      buffer, topLevelKeys: topLevelKeys, nestedIn: nestedIn, nestedKeys: nestedKeys,
+      knownUTF8: knownUTF8, maxDepth: maxDepth, into: &result)
+    return ok ? result : nil
+  }
+
+  /// Validates `buffer` as one JSON value into `result`; false when it is not JSON (`result`
+  /// then holds nothing of use). The same as `scan(_:…)`, for callers on a hot path: the
+  /// result (fields of two levels) is filled where the caller keeps it instead of being
+  /// copied out as an optional, which costs a frame's worth of copying.
+  public static func scan(
+    _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
+    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth,
+    into result: inout Result
+  ) -> Bool {
+    result = Result(
       topLevel: FieldRanges(count: topLevelKeys.count),
       nested: FieldRanges(count: nestedKeys.count), hasLineBreaks: false, isObject: false)
+    guard buffer.count <= Self.maxLength else { return false }
+    var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     scanner.skipWhitespace()
-    guard scanner.index < scanner.count else { return nil }
+    guard scanner.index < scanner.count else { return false }
     result.isObject = scanner.peek == UInt8(ascii: "{")
     let ok: Bool
     if result.isObject && !topLevelKeys.isEmpty {
@@ -78,11 +94,11 @@ public struct JSONScanner {
     } else {
       ok = scanner.value()
     }
-    guard ok else { return nil }
+    guard ok else { return false }
     scanner.skipWhitespace()
-    guard scanner.index == scanner.count else { return nil }
+    guard scanner.index == scanner.count else { return false }
     result.hasLineBreaks = scanner.lineBreaks
-    return result
+    return true
   }
 
   /// Validates `buffer` as one JSON array; nil when it is not JSON or not an array.

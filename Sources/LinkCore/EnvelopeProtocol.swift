@@ -31,6 +31,8 @@ public struct EnvelopeProtocol: BackendProtocol {
   // The room of the last frame: frames of one room follow each other, and sharing its bytes
   // saves an allocation for each of them.
   private var lastRoom: [UInt8] = []
+  // The scan's result, kept between frames so that it is filled in place.
+  private var scan = JSONScanner.Result()
 
   /// Creates the adapter.
   public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
@@ -89,14 +91,15 @@ public struct EnvelopeProtocol: BackendProtocol {
       reading.record = InboundMessage(payload: message, scan: .unscanned)
       return
     }
-    // The closures return plain values: the reading is filled here, in place.
-    let scan = bytes.withUnsafeBytes { raw in
+    // The closures return plain values: the reading is filled here, in place, and so is the
+    // scan's result.
+    let isJSON = bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       JSONScanner.scan(
         raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
-        maxDepth: JSONScanner.embeddedMaxDepth)
+        maxDepth: JSONScanner.embeddedMaxDepth, into: &scan)
     }
-    guard let scan else {
+    guard isJSON else {
       reading.record = InboundMessage(payload: message, scan: .notJSON)
       return
     }

@@ -129,6 +129,32 @@ final class JSONTests: XCTestCase {
     }
   }
 
+  func testAResultFilledInPlaceMatchesTheReturnedOneScanAfterScan() {
+    // One result reused across scans, as the envelope dialect keeps it: nothing of an earlier
+    // scan may show through.
+    var kept = JSONScanner.Result()
+    let texts = [
+      #"{"event":"message","data":{"room_id":7,"client_id":"c-1"}}"#,
+      #"{"event":"other","data":{"message":"no room"}}"#, "not json", "[1,2]",
+      #"{"data":{"room_id":"ops"},"event":"message"}"#, #"{"x":1}"#,
+    ]
+    for keys in [(["event", "data"], ["room_id", "client_id"]), (["x"], [])] {
+      for text in texts {
+        let bytes = Array(text.utf8)
+        let top = keys.0.map { Array($0.utf8) }
+        let nested = keys.1.map { Array($0.utf8) }
+        let returned = bytes.withUnsafeBytes {
+          JSONScanner.scan($0, topLevelKeys: top, nestedIn: 1, nestedKeys: nested)
+        }
+        let ok = bytes.withUnsafeBytes {
+          JSONScanner.scan($0, topLevelKeys: top, nestedIn: 1, nestedKeys: nested, into: &kept)
+        }
+        XCTAssertEqual(ok, returned != nil, text)
+        if let returned { XCTAssertEqual(kept, returned, text) }
+      }
+    }
+  }
+
   func testScannerFindsEnvelopeFieldsIncludingEscapedKeys() {
     let text =
       #"{"data": {"sender":"bob","room_id": 7, "client_id":"c-1"}, "ev\u0065nt":"message"}"#
