@@ -1,7 +1,10 @@
-"""Instructions per inbound message: chatlinkd under valgrind's callgrind during an inbound flood,
-for A/B decisions on changes too small for the VM's timing noise.
+"""Instructions per message: chatlinkd under valgrind's callgrind during an inbound flood (or a
+streamed send), for A/B decisions on changes too small for the VM's timing noise.
 
-    .venv/bin/python bench/instructions.py [N] [BINARY...]      (N default 100000)
+    .venv/bin/python bench/instructions.py [--send] [N] [BINARY...]      (N default 100000)
+
+With --send, each run streams N (then 2N) lines through `chatlinkctl send -` (the release
+chatlinkctl next to the first BINARY's default) to the Go counting backend, as scenario 3a does.
 
 Each BINARY (default: the release chatlinkd that `make bench` and `make profile` build) takes a
 flood of N and one of 2N frames of 200 B (`Sync=batch`, the same frames as scenario 1); the
@@ -22,10 +25,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import source  # noqa: E402
-from harness import BENCH, CACHE, CHATLINKD, PYTHON, Chatlinkd, DurablePoller, Lines, spawn, stop  # noqa: E402
+from harness import (  # noqa: E402
+    BENCH, CACHE, CHATLINKCTL, CHATLINKD, GOPEER, PYTHON, Chatlinkd, DurablePoller, Lines, spawn, stop,
+)
 
 
-def total_instructions(binary: Path, n: int, out: Path) -> int:
+def under_callgrind(binary: Path, daemon: Chatlinkd, work: Path, out: Path) -> subprocess.Popen:
+    wrapper = work / "chatlinkd-under-callgrind"
+    wrapper.write_text(f'#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file={out} {binary} "$@"\n')
+    wrapper.chmod(0o755)
+    proc = spawn([wrapper, "--config", daemon.config], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    daemon.proc = proc
+    return proc
+
+
+def totals(out: Path) -> int:
+    for _ in range(50):
+        for line in out.read_text().splitlines() if out.exists() else []:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+        time.sleep(0.1)
+    raise RuntimeError(f"{out}: no totals")
+
+
+def flood_instructions(binary: Path, n: int, out: Path) -> int:
     """callgrind's total Ir for chatlinkd taking a flood of n, from start to a clean stop."""
     blob = source.build_flood(n, 200, False, CACHE / "blobs")
     work = CACHE / "run" / "instructions"
@@ -35,11 +58,8 @@ def total_instructions(binary: Path, n: int, out: Path) -> int:
     port = src_lines.json("port", 15)
     daemon = Chatlinkd(work, f"ws://127.0.0.1:{port}/", Backend={"Compression": "no"},
                        Store={"Sync": "batch", "SyncIntervalMSec": 50})
-    wrapper = work / "chatlinkd-under-callgrind"
-    wrapper.write_text(f'#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file={out} {binary} "$@"\n')
-    wrapper.chmod(0o755)
-    proc = spawn([wrapper, "--config", daemon.config], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    daemon.proc = proc
+    work.mkdir(parents=True, exist_ok=True)
+    proc = under_callgrind(binary, daemon, work, out)
     poller = DurablePoller(daemon.client(timeout=60), interval=0.05, target=n)
     poller.start()
     src_lines.json("connected", 60)
@@ -50,21 +70,53 @@ def total_instructions(binary: Path, n: int, out: Path) -> int:
     stop(proc)  # SIGTERM: chatlinkd stops cleanly and callgrind writes its totals
     stop(src)
     shutil.rmtree(work, ignore_errors=True)
-    for _ in range(50):
-        for line in out.read_text().splitlines() if out.exists() else []:
-            if line.startswith(("summary:", "totals:")):
-                return int(line.split()[1])
-        time.sleep(0.1)
-    raise RuntimeError(f"{out}: no totals")
+    return totals(out)
+
+
+def send_instructions(binary: Path, n: int, out: Path) -> int:
+    """callgrind's total Ir for chatlinkd sending n lines of `chatlinkctl send -` to the Go
+    counting backend, from start to a clean stop."""
+    lines_file = CACHE / "run" / f"send-{n}.txt"
+    lines_file.parent.mkdir(parents=True, exist_ok=True)
+    lines_file.write_text("".join(f"bench line {i:07d}: the build is green, deploy at 14:00\n" for i in range(n)))
+    work = CACHE / "run" / "instructions"
+    shutil.rmtree(work, ignore_errors=True)
+    backend = spawn([GOPEER, "count", "-n", n])
+    backend_lines = Lines(backend)
+    port = backend_lines.expect(lambda l: int(l.split()[1]) if l.startswith("port ") else None, 15, "port")
+    daemon = Chatlinkd(work, f"ws://127.0.0.1:{port}/", Backend={"Rooms": "1"})
+    work.mkdir(parents=True, exist_ok=True)
+    proc = under_callgrind(binary, daemon, work, out)
+    client = daemon.client(timeout=60)
+    deadline = time.monotonic() + 60
+    while client.status()["state"] != "open":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{binary}: not connected under callgrind")
+        time.sleep(0.05)
+    client.close()
+    with open(lines_file, "rb") as stdin:
+        ctl = spawn([CHATLINKCTL, "--socket", daemon.socket, "send", "--room", "1", "-"], stdin=stdin,
+                    stdout=subprocess.DEVNULL)
+        backend_lines.done(600)
+        if ctl.wait(600) != 0:
+            raise RuntimeError("chatlinkctl send - failed under callgrind")
+    stop(proc)
+    stop(backend)
+    shutil.rmtree(work, ignore_errors=True)
+    return totals(out)
 
 
 def main() -> None:
     args = sys.argv[1:]
+    send = bool(args) and args[0] == "--send"
+    if send:
+        args.pop(0)
+    total_instructions = send_instructions if send else flood_instructions
     n = int(args.pop(0)) if args and args[0].isdigit() else 100_000
     binaries = [Path(a).resolve() for a in args] or [CHATLINKD]
     if not shutil.which("valgrind"):
         sys.exit("instructions: valgrind is missing (Debian: valgrind)")
-    out = CACHE / "callgrind-flood.out"
+    out = CACHE / ("callgrind-send.out" if send else "callgrind-flood.out")
     for binary in binaries:
         one = total_instructions(binary, n, out)
         two = total_instructions(binary, 2 * n, out)

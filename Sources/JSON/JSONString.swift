@@ -3,37 +3,46 @@ public enum JSONString {
   private static let hex = Array("0123456789abcdef".utf8)
 
   /// Appends `bytes` (UTF-8) as a quoted JSON string.
+  ///
+  /// Runs without escapes are found many bytes a step (`StringStops`) and copied at once:
+  /// every message a writer quotes is mostly such a run.
   public static func append(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
-    var runStart = 0
-    for (i, byte) in bytes.enumerated() {
-      let escape: UInt8?
-      switch byte {
-      case UInt8(ascii: "\""): escape = UInt8(ascii: "\"")
-      case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
-      case 0x0A: escape = UInt8(ascii: "n")
-      case 0x0D: escape = UInt8(ascii: "r")
-      case 0x09: escape = UInt8(ascii: "t")
-      case 0x08: escape = UInt8(ascii: "b")
-      case 0x0C: escape = UInt8(ascii: "f")
-      case 0..<0x20, 0x7F: escape = UInt8(ascii: "u")
-      default: escape = nil
+    if let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+      let count = bytes.count
+      var runStart = 0
+      while true {
+        let stop = StringStops.first(in: base, from: runStart, count: count, delete: true)
+        if runStart < stop {
+          out.append(
+            contentsOf: UnsafeBufferPointer(start: base + runStart, count: stop - runStart))
+        }
+        guard stop < count else { break }
+        appendEscape(base[stop], to: &out)
+        runStart = stop + 1
       }
-      guard let escape else { continue }
-      if runStart < i {
-        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<i]))
-      }
-      out.append(UInt8(ascii: "\\"))
-      out.append(escape)
-      if escape == UInt8(ascii: "u") {
-        out.append(contentsOf: [0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-      }
-      runStart = i + 1
-    }
-    if runStart < bytes.count {
-      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart...]))
     }
     out.append(UInt8(ascii: "\""))
+  }
+
+  /// Appends the escape sequence of a byte that `StringStops` stops at (with DEL).
+  private static func appendEscape(_ byte: UInt8, to out: inout [UInt8]) {
+    let escape: UInt8
+    switch byte {
+    case UInt8(ascii: "\""): escape = UInt8(ascii: "\"")
+    case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
+    case 0x0A: escape = UInt8(ascii: "n")
+    case 0x0D: escape = UInt8(ascii: "r")
+    case 0x09: escape = UInt8(ascii: "t")
+    case 0x08: escape = UInt8(ascii: "b")
+    case 0x0C: escape = UInt8(ascii: "f")
+    default: escape = UInt8(ascii: "u")
+    }
+    out.append(UInt8(ascii: "\\"))
+    out.append(escape)
+    if escape == UInt8(ascii: "u") {
+      out.append(contentsOf: [0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+    }
   }
 
   /// Appends `text` as a quoted JSON string.

@@ -6,17 +6,26 @@
 /// that equals a quote or a backslash, or is below 0x20, sets its high bit in a mask (the
 /// "has a zero byte" arithmetic); a borrow can only mark bytes above one already marked, so the
 /// lowest mark is exact. Bytes of 0x80 and up (UTF-8 sequences) never mark.
+///
+/// Writers search for one more stop: DEL (0x7F), which `JSONString.append` escapes although
+/// RFC 8259 allows it raw, so that a line never carries a control character of either range.
 enum StringStops {
-  /// The index of the first stop at or after `index` in `base[..<count]`, or `count`.
+  /// The index of the first stop at or after `index` in `base[..<count]`, or `count`; with
+  /// `delete`, DEL is a stop too.
   @inline(__always)
-  static func first(in base: UnsafePointer<UInt8>, from index: Int, count: Int) -> Int {
+  static func first(
+    in base: UnsafePointer<UInt8>, from index: Int, count: Int, delete: Bool = false
+  ) -> Int {
     var index = index
     let quote = SIMD16<UInt8>(repeating: 0x22)
     let backslash = SIMD16<UInt8>(repeating: 0x5C)
     let space = SIMD16<UInt8>(repeating: 0x20)
+    let del = SIMD16<UInt8>(repeating: 0x7F)
     while count &- index >= 16 {
       let block = UnsafeRawPointer(base + index).loadUnaligned(as: SIMD16<UInt8>.self)
-      if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
+      var stops = (block .== quote) .| (block .== backslash) .| (block .< space)
+      if delete { stops .|= block .== del }
+      if any(stops) { break }
       index &+= 16
     }
     let ones: UInt64 = 0x0101_0101_0101_0101
@@ -26,15 +35,23 @@ enum StringStops {
         littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
       let quotes = word ^ (ones &* 0x22)
       let backslashes = word ^ (ones &* 0x5C)
-      let stops =
+      var stops =
         ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes
           | (word &- ones &* 0x20) & ~word) & highBits
+      if delete {
+        let dels = word ^ (ones &* 0x7F)
+        stops |= (dels &- ones) & ~dels & highBits
+      }
       if stops != 0 { return index &+ stops.trailingZeroBitCount &>> 3 }
       index &+= 8
     }
     while index < count {
       let byte = base[index]
-      if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return index }
+      if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
+        || (delete && byte == 0x7F)
+      {
+        return index
+      }
       index &+= 1
     }
     return index

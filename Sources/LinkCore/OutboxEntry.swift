@@ -1,25 +1,57 @@
 import JSON
 
 /// One message waiting in the outbox until the backend confirms it.
+///
+/// An entry is copied several times on its way (the outbox's queue, the send, the ledger of
+/// what went out, the store's "out" record), so its fields live in one immutable object: a
+/// copy is one reference count, not one per string.
 public struct OutboxEntry: Sendable, Hashable {
+  private final class Storage: Sendable {
+    let id: String
+    let room: RoomID?
+    let text: String
+    let count: UInt64
+    let created: Timestamp
+
+    init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
+      self.id = id
+      self.room = room
+      self.text = text
+      self.count = count
+      self.created = created
+    }
+  }
+
+  private let storage: Storage
+
   /// The client message id that travels with the message, so backends can de-duplicate.
-  public var id: String
+  public var id: String { storage.id }
   /// The room (nil in raw mode).
-  public var room: RoomID?
+  public var room: RoomID? { storage.room }
   /// The message text.
-  public var text: String
+  public var text: String { storage.text }
   /// A counter, monotonic across restarts; sent as the envelope's `count`.
-  public var count: UInt64
+  public var count: UInt64 { storage.count }
   /// When it was accepted.
-  public var created: Timestamp
+  public var created: Timestamp { storage.created }
 
   /// Creates an entry.
   public init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
-    self.id = id
-    self.room = room
-    self.text = text
-    self.count = count
-    self.created = created
+    storage = Storage(id: id, room: room, text: text, count: count, created: created)
+  }
+
+  public static func == (a: OutboxEntry, b: OutboxEntry) -> Bool {
+    a.storage === b.storage
+      || (a.count == b.count && a.id == b.id && a.room == b.room && a.text == b.text
+        && a.created == b.created)
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(id)
+    hasher.combine(room)
+    hasher.combine(text)
+    hasher.combine(count)
+    hasher.combine(created)
   }
 
   /// Whether `id` may be used as a client id: 1–128 characters of A–Z a–z 0–9 . _ : -.

@@ -202,6 +202,52 @@ final class JSONTests: XCTestCase {
     XCTAssertEqual(String(decoding: back, as: UTF8.self), text)
   }
 
+  func testEscapingFindsEveryByteToEscapeAtEveryOffsetAndCopiesTheRestAsIs() {
+    // Runs are searched sixteen and eight bytes a step: an escape wherever it falls in a block
+    // or a word is found, and bytes near the stops (0x20, 0x21, 0x7E, 0x80 and up) are copied.
+    func reference(_ bytes: [UInt8]) -> [UInt8] {
+      var out: [UInt8] = [0x22]
+      for byte in bytes {
+        switch byte {
+        case 0x22: out += Array(#"\""#.utf8)
+        case 0x5C: out += Array(#"\\"#.utf8)
+        case 0x0A: out += Array(#"\n"#.utf8)
+        case 0x0D: out += Array(#"\r"#.utf8)
+        case 0x09: out += Array(#"\t"#.utf8)
+        case 0x08: out += Array(#"\b"#.utf8)
+        case 0x0C: out += Array(#"\f"#.utf8)
+        case 0..<0x20, 0x7F:
+          let hex = Array("0123456789abcdef".utf8)
+          out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+        default: out.append(byte)
+        }
+      }
+      return out + [0x22]
+    }
+    let specials: [[UInt8]] = [
+      [0x22], [0x5C], [0x0A], [0x0D], [0x09], [0x08], [0x0C], [0x00], [0x01], [0x1F], [0x7F],
+      [0x20], [0x21], [0x7E], [0xC3, 0xA9], [0xF0, 0x9F, 0x98, 0x80], [0x22, 0x22], [0x0A, 0x7F],
+    ]
+    for before in 0..<34 {
+      for after in [0, 1, 7, 8, 15, 16, 17, 33] {
+        for middle in specials {
+          let bytes =
+            [UInt8](repeating: UInt8(ascii: "a"), count: before) + middle
+            + [UInt8](repeating: UInt8(ascii: "b"), count: after)
+          var out = Array("x".utf8)
+          bytes.withUnsafeBytes { JSONString.append($0, to: &out) }
+          XCTAssertEqual(out, Array("x".utf8) + reference(bytes), "\(before) \(middle) \(after)")
+          var viaString: [UInt8] = []
+          viaString.appendJSONString(String(decoding: bytes, as: UTF8.self))
+          XCTAssertEqual(viaString, reference(bytes), "\(before) \(middle) \(after)")
+        }
+      }
+    }
+    var empty: [UInt8] = []
+    empty.appendJSONString("")
+    XCTAssertEqual(empty, Array(#""""#.utf8))
+  }
+
   func testUnescapeJoinsSurrogatePairs() {
     let raw = Array(#"\ud83d\ude00 \u00e9"#.utf8)
     XCTAssertEqual(

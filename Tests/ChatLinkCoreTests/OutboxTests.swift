@@ -209,10 +209,13 @@ final class OutboxTests: XCTestCase {
   func testTheLogIsCompactedOnceItGrowsAndStillReplaysCorrectly() throws {
     var outbox: Outbox? = try open(max: 100_000)
     let text = String(repeating: "x", count: 1000)
-    var keep: [String] = []
+    var keep: [OutboxEntry] = []
     for i in 0..<1500 {
-      let entry = try send(outbox!, text).get()
-      if i % 500 == 0 { keep.append(entry.id) } else { outbox?.confirm(id: entry.id) }
+      // What stays pending has rooms of both kinds (and none), and a text of its own, which
+      // the compacted log must keep with its time and count.
+      let room = [nil, "7", "ops \"room\""][i / 500]
+      let entry = try send(outbox!, i % 500 == 0 ? "kept \(i)\n\u{7F}" : text, room: room).get()
+      if i % 500 == 0 { keep.append(entry) } else { outbox?.confirm(id: entry.id) }
     }
     var idle = false
     outbox?.whenIdle { idle = true }
@@ -220,7 +223,9 @@ final class OutboxTests: XCTestCase {
     XCTAssertLessThan(FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0, 1_200_000)
     outbox = nil
     let reopened = try open()
-    XCTAssertEqual(reopened.pending.map(\.id), keep)
+    XCTAssertEqual(reopened.pending.map(\.id), keep.map(\.id))
+    XCTAssertEqual(Array(reopened.pending), keep)
+    XCTAssertEqual(reopened.pending.map(\.room?.name), [nil, "7", "ops \"room\""])
     XCTAssertEqual(try send(reopened, "after").get().count, 1501)
   }
 

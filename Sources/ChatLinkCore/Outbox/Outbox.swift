@@ -156,15 +156,27 @@ public final class Outbox {
     room: RoomID?, texts: some Collection<String>, id: String?,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
-    let start = batchEntries.count
     let created = Timestamp.now()
+    // What every line of this call shares (room, time) is formatted once; the batch and its
+    // entries are worked on as locals (swapped out and back, so they stay unique), not as
+    // properties checked for exclusive access at every append.
+    let shared = linePieces(room: room, created: created)
+    var lines: [UInt8] = []
+    swap(&lines, &batch)
+    var added: [OutboxEntry] = []
+    swap(&added, &batchEntries)
+    let start = added.count
+    var count = nextCount
     for text in texts {
       let entry = OutboxEntry(
-        id: id ?? makeID(), room: room, text: text, count: nextCount, created: created)
-      nextCount += 1
-      appendAddLine(entry, to: &batch)
-      batchEntries.append(entry)
+        id: id ?? makeID(), room: room, text: text, count: count, created: created)
+      Self.appendAddLine(entry, shared, to: &lines)
+      added.append(entry)
+      count += 1
     }
+    nextCount = count
+    swap(&lines, &batch)
+    swap(&added, &batchEntries)
     batchWaiters.append(Waiter(entries: start..<batchEntries.count, completion: completion))
     scheduleFlush()
   }
@@ -231,16 +243,33 @@ public final class Outbox {
     }
   }
 
-  private func appendAddLine(_ entry: OutboxEntry, to out: inout [UInt8]) {
+  /// The parts of an `add` line around its id, count and text: `,"room":R,"count":` and
+  /// `,"time":"T","text":`.
+  private struct LinePieces {
+    var roomAndCount: [UInt8]
+    var timeAndText: [UInt8]
+  }
+
+  private func linePieces(room: RoomID?, created: Timestamp) -> LinePieces {
+    var roomAndCount: [UInt8] = []
+    roomAndCount.append(#","room":"# as StaticString)
+    if let room { roomAndCount += room.json } else { roomAndCount.append("null" as StaticString) }
+    roomAndCount.append(#","count":"# as StaticString)
+    var timeAndText: [UInt8] = []
+    timeAndText.append(#","time":""# as StaticString)
+    timeFormatter.append(created, to: &timeAndText)
+    timeAndText.append(#"","text":"# as StaticString)
+    return LinePieces(roomAndCount: roomAndCount, timeAndText: timeAndText)
+  }
+
+  private static func appendAddLine(
+    _ entry: OutboxEntry, _ pieces: LinePieces, to out: inout [UInt8]
+  ) {
     out.append(#"{"op":"add","id":"# as StaticString)
     out.appendJSONString(entry.id)
-    out.append(#","room":"# as StaticString)
-    if let room = entry.room { out += room.json } else { out.append("null" as StaticString) }
-    out.append(#","count":"# as StaticString)
+    out += pieces.roomAndCount
     out.appendDecimal(entry.count)
-    out.append(#","time":""# as StaticString)
-    timeFormatter.append(entry.created, to: &out)
-    out.append(#"","text":"# as StaticString)
+    out += pieces.timeAndText
     out.appendJSONString(entry.text)
     out.append("}\n" as StaticString)
   }
@@ -287,7 +316,14 @@ public final class Outbox {
     guard logSize > compactAt else { return nil }
     var image: [UInt8] =
       Array(#"{"op":"counter","count":"#.utf8) + Array(String(nextCount).utf8) + Array("}\n".utf8)
-    for entry in pending { appendAddLine(entry, to: &image) }
+    // Entries accepted together share their room and time, so their pieces too.
+    var pieces: (room: RoomID?, created: Timestamp, LinePieces)?
+    for entry in pending {
+      if pieces == nil || pieces?.room != entry.room || pieces?.created != entry.created {
+        pieces = (entry.room, entry.created, linePieces(room: entry.room, created: entry.created))
+      }
+      if let pieces { Self.appendAddLine(entry, pieces.2, to: &image) }
+    }
     // Many pending entries make a big image: compacting again only once as much again has been
     // appended keeps the cost per message constant (a fixed threshold would rewrite the whole
     // image on every write while more than 1 MiB is pending).
