@@ -304,14 +304,14 @@ private struct TreeBuilder {
     index += 1
     let start = index
     var escaped = false
-    while true {
-      let byte = bytes[index]
-      if byte == UInt8(ascii: "\"") { break }
-      if byte == UInt8(ascii: "\\") {
+    // The scanner validated the text, so a string's only stops are its escapes and its
+    // closing quote; the runs between them are skipped many bytes a step.
+    if let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+      while true {
+        index = StringStops.first(in: base, from: index, count: bytes.count)
+        guard index < bytes.count, base[index] == UInt8(ascii: "\\") else { break }
         escaped = true
         index += 2
-      } else {
-        index += 1
       }
     }
     let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])

@@ -13,6 +13,25 @@ final class JSONValueTests: XCTestCase {
     XCTAssertEqual(try JSONValue.parse(value.description), value)
   }
 
+  func testStringsWithEscapesAnywhereInAWordOrABlockParseToTheirText() throws {
+    // Strings are skipped to their next escape many bytes a step.
+    for before in 0..<34 {
+      for after in [0, 1, 7, 8, 16, 17] {
+        for (escape, meaning) in [
+          (#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), (#"\u00e9"#, "é"), ("é", "é"),
+          (#"\\\""#, "\\\""),
+        ] {
+          let head = String(repeating: "a", count: before)
+          let tail = String(repeating: "b", count: after)
+          let value = try JSONValue.parse(#"["\#(head)\#(escape)\#(tail)","next"]"#)
+          XCTAssertEqual(
+            value.arrayValue?.map(\.stringValue), [head + meaning + tail, "next"],
+            "\(before) \(escape) \(after)")
+        }
+      }
+    }
+  }
+
   func testRejectsInvalidJSONAndDeepNesting() {
     XCTAssertThrowsError(try JSONValue.parse("{"))
     XCTAssertThrowsError(try JSONValue.parse("[1,]"))

@@ -88,10 +88,12 @@ extension BackendLink {
     // Our own envelope is JSON on one line, so the store need not scan it. (Protocol=raw
     // frames are the user's text, which may not be JSON: those are scanned.)
     let scan: PayloadScan = ownFramesAreJSON ? .json(hasLineBreaks: false) : .unscanned
+    // One confirmation (a pong covers a whole burst) is one moment: one clock read.
+    let time = Timestamp.now()
     for sent in confirmed {
       store.append(
         direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.id,
-        payload: sent.frame, scan: scan)
+        payload: sent.frame, scan: scan, time: time)
     }
     onConfirmed?(confirmed.map(\.entry))
   }
