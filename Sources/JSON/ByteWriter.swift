@@ -34,6 +34,20 @@ public struct ByteWriter {
     next += bytes.count
   }
 
+  /// Writes the bytes of an array.
+  @inlinable
+  public mutating func write(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { write($0) }
+  }
+
+  /// Writes `bytes` in quotes, as they are: for strings `JSONString.isPlain` accepted.
+  @inlinable
+  public mutating func writeQuoted(_ bytes: UnsafeRawBufferPointer) {
+    write(UInt8(ascii: "\""))
+    write(bytes)
+    write(UInt8(ascii: "\""))
+  }
+
   /// Writes the decimal digits of `value` (at most 20 bytes).
   @inlinable
   public mutating func writeDecimal(_ value: UInt64) {

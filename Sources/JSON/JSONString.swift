@@ -25,6 +25,13 @@ public enum JSONString {
     out.append(UInt8(ascii: "\""))
   }
 
+  /// Whether `bytes` can be quoted as they are: no quote, backslash or control character (nor
+  /// DEL, which `append` escapes too).
+  public static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    return StringStops.first(in: base, from: 0, count: bytes.count, delete: true) == bytes.count
+  }
+
   /// Appends the escape sequence of a byte that `StringStops` stops at (with DEL).
   private static func appendEscape(_ byte: UInt8, to out: inout [UInt8]) {
     let escape: UInt8

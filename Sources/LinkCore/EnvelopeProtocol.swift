@@ -60,6 +60,9 @@ public struct EnvelopeProtocol: BackendProtocol {
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
     // Every streamed send passes here: one allocation, sized up front.
+    if let frame = fields.frame(entry, prefix: sendOpening, suffix: UInt8(ascii: "}")) {
+      return .text(frame)
+    }
     var out: [UInt8] = []
     out.reserveCapacity(sendOpening.count + fields.estimatedSize(entry) + 1)
     out += sendOpening

@@ -42,6 +42,39 @@ struct MessageFields: Sendable {
     out.append(UInt8(ascii: "}"))
   }
 
+  /// The whole frame `prefix` + the object for `entry` + `suffix`, written in one allocation of
+  /// the exact size, when its text and id need no escapes (nearly always); nil otherwise,
+  /// for `append` to do it piece by piece.
+  func frame(_ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8) -> [UInt8]? {
+    var text = entry.text
+    var id = entry.id
+    return text.withUTF8 { text in
+      id.withUTF8 { id -> [UInt8]? in
+        guard JSONString.isPlain(text), JSONString.isPlain(id) else { return nil }
+        let room = entry.room
+        let size =
+          prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count
+          + senderAndCountKey.count + 20 + clientIDKey.count + id.count + 6
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+          guard let base = buffer.baseAddress else { return }
+          var out = ByteWriter(base)
+          out.write(prefix)
+          out.write(roomKey)
+          if let room { out.write(room.json) } else { out.write("null") }
+          out.write(messageKey)
+          out.writeQuoted(UnsafeRawBufferPointer(text))
+          out.write(senderAndCountKey)
+          out.writeDecimal(entry.count)
+          out.write(clientIDKey)
+          out.writeQuoted(UnsafeRawBufferPointer(id))
+          out.write(UInt8(ascii: "}"))
+          out.write(suffix)
+          count = out.position - base
+        }
+      }
+    }
+  }
+
   /// Appends `{"<roomField>":<room>}`, the data of a join or leave.
   func appendRoom(_ room: RoomID, to out: inout [UInt8]) {
     out += roomKey

@@ -1,3 +1,5 @@
+import JSON
+
 /// Writes frames onto an output buffer (RFC 6455 §5.2), masking client frames (§5.3).
 ///
 /// The encoder appends to a caller-owned buffer so a burst of messages becomes one write.
@@ -30,35 +32,39 @@ public struct FrameEncoder {
     var b0: UInt8 = opcode.rawValue
     if fin { b0 |= 0x80 }
     if rsv1 { b0 |= 0x40 }
-    let maskBit: UInt8 = random == nil ? 0 : 0x80
-    output.append(b0)
-    if length < 126 {
-      output.append(maskBit | UInt8(length))
-    } else if length <= 0xFFFF {
-      output.append(maskBit | 126)
-      output.append(UInt8(length >> 8))
-      output.append(UInt8(length & 0xFF))
-    } else {
-      output.append(maskBit | 127)
-      let wide = UInt64(length)
-      for shift in stride(from: 56, through: 0, by: -8) {
-        output.append(UInt8(truncatingIfNeeded: wide >> UInt64(shift)))
+    // Draw in place: copying the generator out and back would copy its pool.
+    let key = random == nil ? nil : MaskingKey(using: &random!)
+    let maskBit: UInt8 = key == nil ? 0 : 0x80
+    // The header (at most 14 bytes) goes onto the buffer in one append, not byte by byte:
+    // every outgoing message passes here.
+    output.append(maxCount: 14) { header in
+      header.write(b0)
+      if length < 126 {
+        header.write(maskBit | UInt8(length))
+      } else if length <= 0xFFFF {
+        header.write(maskBit | 126)
+        header.write(UInt8(length >> 8))
+        header.write(UInt8(length & 0xFF))
+      } else {
+        header.write(maskBit | 127)
+        let wide = UInt64(length)
+        for shift in stride(from: 56, through: 0, by: -8) {
+          header.write(UInt8(truncatingIfNeeded: wide >> UInt64(shift)))
+        }
+      }
+      if let key {
+        header.write(key.bytes.0)
+        header.write(key.bytes.1)
+        header.write(key.bytes.2)
+        header.write(key.bytes.3)
       }
     }
     let start = output.count
-    guard random != nil else {
-      output.append(contentsOf: payload)
-      return
-    }
-    // Draw in place: copying the generator out and back would copy its pool.
-    let key = MaskingKey(using: &random!)
-    output.append(key.bytes.0)
-    output.append(key.bytes.1)
-    output.append(key.bytes.2)
-    output.append(key.bytes.3)
     output.append(contentsOf: payload)
-    output.withUnsafeMutableBytes { raw in
-      key.apply(to: UnsafeMutableRawBufferPointer(rebasing: raw[(start + 4)...]))
+    if let key {
+      output.withUnsafeMutableBytes { raw in
+        key.apply(to: UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
+      }
     }
   }
 

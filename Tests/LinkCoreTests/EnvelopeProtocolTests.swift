@@ -24,6 +24,31 @@ final class EnvelopeProtocolTests: XCTestCase {
     XCTAssertTrue(envelope.hasRooms)
   }
 
+  func testEnvelopeSendsAreTheSameWhetherOrNotTheTextNeedsEscapes() throws {
+    // Plain texts and ids are written in one exact allocation, the others piece by piece:
+    // both give the same frame for every kind of room, text and count.
+    var envelope = EnvelopeProtocol(sender: "ops \"bot\"")
+    let rooms: [RoomID?] = [nil, RoomID("7"), RoomID("ops"), RoomID("a \"q\" é")]
+    let texts = ["", "hi", String(repeating: "long plain text ", count: 20), "tab\there",
+      "quote \" and \\", "é 😀", "del \u{7F}"]
+    for room in rooms {
+      for text in texts {
+        for (count, id) in [(UInt64(0), "c"), (1, "0123456789abcdef"), (.max, "x.y:z-_1")] {
+          let entry = OutboxEntry(
+            id: id, room: room, text: text, count: count, created: Timestamp(microseconds: 0))
+          let frame = try XCTUnwrap(envelope.encode(entry).text)
+          let expected =
+            #"{"event":"send-message","data":{"room_id":"#
+            + (room.map { String(decoding: $0.json, as: UTF8.self) } ?? "null")
+            + #","message":"# + JSONString.quoted(text) + #","sender":"ops \"bot\"","count":"#
+            + "\(count)" + #","client_id":"# + JSONString.quoted(id) + "}}"
+          XCTAssertEqual(frame, expected)
+          XCTAssertNotNil(Array(frame.utf8).withUnsafeBytes { JSONScanner.scan($0) })
+        }
+      }
+    }
+  }
+
   func testEnvelopeFieldAndEventNamesAreConfigurable() throws {
     var names = EnvelopeNames()
     names.eventField = "type"
