@@ -29,8 +29,10 @@ final class EnvelopeProtocolTests: XCTestCase {
     // both give the same frame for every kind of room, text and count.
     var envelope = EnvelopeProtocol(sender: "ops \"bot\"")
     let rooms: [RoomID?] = [nil, RoomID("7"), RoomID("ops"), RoomID("a \"q\" é")]
-    let texts = ["", "hi", String(repeating: "long plain text ", count: 20), "tab\there",
-      "quote \" and \\", "é 😀", "del \u{7F}"]
+    let texts = [
+      "", "hi", String(repeating: "long plain text ", count: 20), "tab\there",
+      "quote \" and \\", "é 😀", "del \u{7F}",
+    ]
     for room in rooms {
       for text in texts {
         for (count, id) in [(UInt64(0), "c"), (1, "0123456789abcdef"), (.max, "x.y:z-_1")] {
