@@ -262,10 +262,34 @@ public final class Outbox {
     return LinePieces(roomAndCount: roomAndCount, timeAndText: timeAndText)
   }
 
+  private static let addOpening: StaticString = #"{"op":"add","id":"#
+
   private static func appendAddLine(
     _ entry: OutboxEntry, _ pieces: LinePieces, to out: inout [UInt8]
   ) {
-    out.append(#"{"op":"add","id":"# as StaticString)
+    var id = entry.id
+    var text = entry.text
+    // Nearly every line needs no escapes: then it is written in one piece.
+    let plain = id.withUTF8 { id in
+      text.withUTF8 { text in
+        guard JSONString.isPlain(id), JSONString.isPlain(text) else { return false }
+        let size =
+          addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
+          + pieces.timeAndText.count + text.count + 6
+        out.append(maxCount: size) { line in
+          line.write(addOpening)
+          line.writeQuoted(UnsafeRawBufferPointer(id))
+          line.write(pieces.roomAndCount)
+          line.writeDecimal(entry.count)
+          line.write(pieces.timeAndText)
+          line.writeQuoted(UnsafeRawBufferPointer(text))
+          line.write("}\n")
+        }
+        return true
+      }
+    }
+    guard !plain else { return }
+    out.append(addOpening)
     out.appendJSONString(entry.id)
     out += pieces.roomAndCount
     out.appendDecimal(entry.count)
