@@ -127,7 +127,10 @@ def source_proc(*args) -> tuple:
 # order) the writer needs the stored bytes and write sizes of a chatlinkd trial of the run.
 INBOUND_SUBJECTS = ["chatlinkd", "write limit", "chatlinkd scraped", "chatlinkd deflate", "chatlinkd always",
                     "write limit always", "Go gorilla", "Go gorilla buffered", "Python websockets",
-                    "drain"]
+                    "drain", "chatlinkd deflate nct", "Go gorilla deflate"]
+# Subjects fed the blob compressed message by message (no context takeover), the only
+# permessage-deflate gorilla/websocket speaks: the deflate target compares these two.
+NO_CONTEXT_TAKEOVER = {"chatlinkd deflate nct", "Go gorilla deflate"}
 # Subjects whose peak RSS says nothing about a client (a Python interpreter, a writer that holds
 # the whole input in memory).
 NO_RSS = {"drain", "write limit", "write limit always"}
@@ -143,6 +146,8 @@ LABELS = {
     "Go gorilla buffered": f"Go gorilla/websocket peer (a write per {GO_FLUSH_EVERY:,} lines)",
     "Python websockets": "Python websockets peer",
     "drain": "drain-only baseline (reads bytes)",
+    "chatlinkd deflate nct": "chatlinkd (Compression=yes, each frame deflated on its own: no context takeover)",
+    "Go gorilla deflate": "Go gorilla/websocket peer with compression (the same frames; a write per line)",
 }
 
 
@@ -218,8 +223,9 @@ def free_tcp_port() -> int:
 def inbound_trial(subject: str, n: int) -> Trial:
     if subject.startswith("write limit"):
         return write_limit_trial(subject, n)
-    deflate = subject == "chatlinkd deflate"
-    blob = source.build_flood(n, MESSAGE_SIZE, deflate, BLOBS)
+    nct = subject in NO_CONTEXT_TAKEOVER
+    deflate = subject == "chatlinkd deflate" or nct
+    blob = source.build_flood(n, MESSAGE_SIZE, deflate, BLOBS, no_context_takeover=nct)
     settle_disk()
     work = fresh("inbound")
     meter = LoadMeter()
@@ -255,6 +261,8 @@ def inbound_trial(subject: str, n: int) -> Trial:
         if subject.startswith("Go gorilla"):
             flush = GO_FLUSH_EVERY if subject == "Go gorilla buffered" else 1
             args = [GOPEER, "client", "-url", url, "-n", n, "-out", out, "-flush", flush]
+            if subject == "Go gorilla deflate":
+                args.append("-compress")
         elif subject == "Python websockets":
             args = [PYTHON, BENCH / "peers" / "py_client.py", url, n, out]
         else:
@@ -298,6 +306,7 @@ def scenario_inbound(report: Report) -> None:
     for n in (INBOUND_N, INBOUND_SMALL_N):  # build the blobs before timing anything
         source.build_flood(n, MESSAGE_SIZE, False, BLOBS)
         source.build_flood(n, MESSAGE_SIZE, True, BLOBS)
+        source.build_flood(n, MESSAGE_SIZE, True, BLOBS, no_context_takeover=True)
     results: dict[int, dict[str, list[Trial]]] = {}
     for n in (INBOUND_N, INBOUND_SMALL_N):
         results[n] = {s: [] for s in INBOUND_SUBJECTS}
@@ -362,6 +371,12 @@ def scenario_inbound(report: Report) -> None:
                         for a, b in zip(results[big]["chatlinkd"], results[big]["Go gorilla"]))
     a_rate, a_limit = med(big, "chatlinkd always", "rate"), med(big, "write limit always", "rate")
     s_rate = med(big, "chatlinkd scraped", "rate")
+    n_rate, gz_rate = med(big, "chatlinkd deflate nct", "rate"), med(big, "Go gorilla deflate", "rate")
+    z_rate = med(big, "chatlinkd deflate", "rate")
+    z_per_rep = ", ".join(f"{a.values['rate'] / b.values['rate']:.2f}×" for a, b in
+                          zip(results[big]["chatlinkd deflate"], results[big]["Go gorilla deflate"]))
+    gz_per_rep = ", ".join(f"{a.values['rate'] / b.values['rate']:.2f}×" for a, b in
+                           zip(results[big]["chatlinkd deflate nct"], results[big]["Go gorilla deflate"]))
     plain_rates = [t.values["rate"] for t in results[big]["chatlinkd"]]
     report.targets([
         check(f"inbound msgs/s ≥ 7× Go: {d_rate:,.0f} vs {go_rate:,.0f} = {d_rate / go_rate:.2f}× "
@@ -376,6 +391,14 @@ def scenario_inbound(report: Report) -> None:
         check(f"a scrape of /metrics every second leaves inbound within the noise: {s_rate:,.0f} msgs/s "
               f"scraped vs {d_rate:,.0f} (unscraped repetitions {min(plain_rates):,.0f}–{max(plain_rates):,.0f})",
               min(plain_rates) * 0.95 <= s_rate),
+        # Each client as a server that offers both would serve it: chatlinkd negotiates context
+        # takeover (the RFC 7692 default), gorilla can only ask for none. The same frames for
+        # both (each deflated on its own) are shown beside it: there zlib's work dominates.
+        check(f"permessage-deflate inbound ≥ 5× Go with compression, each with the deflate it negotiates: "
+              f"{z_rate:,.0f} (context takeover) vs {gz_rate:,.0f} (none: all gorilla speaks) = "
+              f"{z_rate / gz_rate:.2f}× (by repetition: {z_per_rep}); on the same frames, each deflated on "
+              f"its own: {n_rate:,.0f} = {n_rate / gz_rate:.2f}× (by repetition: {gz_per_rep})",
+              z_rate >= 5 * gz_rate),
         check(f"Sync=always inbound ≥ 3× Go: {a_rate:,.0f} vs {go_rate:,.0f} = {a_rate / go_rate:.2f}× "
               f"({100 * a_rate / a_limit:.0f} % of its write limit, {a_limit:,.0f} msgs/s)", a_rate >= 3 * go_rate),
         check(f"inbound CPU ≤ 1/5 of Go's: {d_cpu:.2f} s vs {go_cpu:.2f} s = {d_cpu / go_cpu:.2f} of it", d_cpu <= go_cpu / 5),

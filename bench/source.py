@@ -21,7 +21,9 @@ frames, so frames never interleave) and the close handshake.
 The flood is encoded before the client connects and written with sendall() in 1 MiB chunks, so
 the source costs a few kernel copies per MiB; the drain-only baseline shows how far above every
 client it is. permessage-deflate is accepted only for a blob built compressed (context takeover,
-one deflate stream with a sync flush per message, as RFC 7692 servers send).
+one deflate stream with a sync flush per message, as RFC 7692 servers send; or, for a blob built
+for no context takeover, each message on its own, answering with both no_context_takeover
+parameters).
 
 The socketio mode is what a Socket.IO server does with one client on the default namespace: it
 answers a GET to /socket.io/?EIO=4&transport=websocket only, sends the Engine.IO open packet
@@ -129,14 +131,18 @@ def build_broker_lines(n: int, size: int, directory: Path) -> Path:
     return path
 
 
-def write_blob(path: Path, payloads, deflate: bool) -> Path:
-    """Encodes payloads into one blob of frames at path (cached: an existing one is kept)."""
+def write_blob(path: Path, payloads, deflate: bool, no_context_takeover: bool = False) -> Path:
+    """Encodes payloads into one blob of frames at path (cached: an existing one is kept).
+    With no_context_takeover, every message is compressed on its own (a fresh deflate stream),
+    as a server must send when it agreed to server_no_context_takeover."""
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     out = bytearray()
     compressor = zlib.compressobj(6, zlib.DEFLATED, -15) if deflate else None
     for payload in payloads:
+        if compressor and no_context_takeover:
+            compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
         if compressor:
             body = compressor.compress(payload) + compressor.flush(zlib.Z_SYNC_FLUSH)
             out += frame(body[:-4], compressed=True)  # RFC 7692 §7.2.1: drop 00 00 ff ff
@@ -148,10 +154,14 @@ def write_blob(path: Path, payloads, deflate: bool) -> Path:
     return path
 
 
-def build_flood(n: int, size: int, deflate: bool, directory: Path) -> Path:
-    """Encodes the flood once into directory/flood-…bin (cached); returns its path."""
-    path = directory / f"flood-v{BLOB_VERSION}-{n}-{size}{'-deflate' if deflate else ''}.bin"
-    return write_blob(path, flood_messages(n, size), deflate)
+def build_flood(n: int, size: int, deflate: bool, directory: Path, no_context_takeover: bool = False) -> Path:
+    """Encodes the flood once into directory/flood-…bin (cached); returns its path. A blob for
+    no context takeover ends in -deflate-nct.bin: the source then answers the handshake with
+    server_no_context_takeover and client_no_context_takeover (the only permessage-deflate
+    gorilla/websocket speaks)."""
+    suffix = ("-deflate-nct" if no_context_takeover else "-deflate") if deflate else ""
+    path = directory / f"flood-v{BLOB_VERSION}-{n}-{size}{suffix}.bin"
+    return write_blob(path, flood_messages(n, size), deflate, no_context_takeover)
 
 
 def build_socketio_flood(n: int, size: int, directory: Path) -> Path:
@@ -191,7 +201,7 @@ class Connection:
         self.target = ""  # the request target of the upgrade (path and query)
         self.on_text = None  # called with each text frame's payload from the client, if set
 
-    def handshake(self, accept_deflate: bool, path_check=None) -> None:
+    def handshake(self, accept_deflate: bool | str, path_check=None) -> None:
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = self.sock.recv(65536)
@@ -214,7 +224,10 @@ class Connection:
         if accept_deflate:
             if "permessage-deflate" not in offered:
                 raise ConnectionError("the blob is compressed but the client offers no deflate")
-            extension = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+            extension = "Sec-WebSocket-Extensions: permessage-deflate"
+            if accept_deflate == "no context takeover":
+                extension += "; server_no_context_takeover; client_no_context_takeover"
+            extension += "\r\n"
         self.sock.sendall(
             (
                 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -268,7 +281,7 @@ class Connection:
             self.closed.set()
 
 
-def serve(accept_deflate: bool, body, path_check=None, upgraded_key: str = "connected") -> None:
+def serve(accept_deflate: bool | str, body, path_check=None, upgraded_key: str = "connected") -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     report(port=listener.getsockname()[1])
     sock, _ = listener.accept()
@@ -302,7 +315,8 @@ def flood(blob_path: str) -> None:
             start = end
         report(sent=time.monotonic(), bytes=len(blob))
 
-    serve(blob_path.endswith("-deflate.bin"), body)
+    deflate = "no context takeover" if blob_path.endswith("-deflate-nct.bin") else blob_path.endswith("-deflate.bin")
+    serve(deflate, body)
 
 
 def paced(rate: int, burst: int, seconds: float, size: int) -> None:

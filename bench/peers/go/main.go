@@ -1,6 +1,6 @@
 // chatbench-go: the Go peers of the ChatLink benchmark, on gorilla/websocket.
 //
-//	chatbench-go client -url ws://127.0.0.1:P/ -n N -out FILE
+//	chatbench-go client -url ws://127.0.0.1:P/ -n N -out FILE [-flush N] [-compress]
 //	    A short idiomatic chat client: reads messages and writes each as one JSON line in
 //	    chatlinkd's store format (seq, time, dir, room, type, data) to FILE, handing every line
 //	    to the kernel as it arrives (no fsync). After the N-th line it prints
@@ -58,8 +58,12 @@ type envelope struct {
 
 var null = json.RawMessage("null")
 
-func client(url string, n uint64, out string, flushEvery uint64) {
-	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+func client(url string, n uint64, out string, flushEvery uint64, compress bool) {
+	// With -compress, permessage-deflate is offered (gorilla speaks it without context
+	// takeover only, so the source must send each message compressed on its own).
+	dialer := *websocket.DefaultDialer
+	dialer.EnableCompression = compress
+	conn, _, err := dialer.Dial(url, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -161,10 +165,11 @@ func main() {
 	n := fs.Uint64("n", 0, "messages until done")
 	out := fs.String("out", "", "store file")
 	flushEvery := fs.Uint64("flush", 1, "write the store file every this many lines")
+	compress := fs.Bool("compress", false, "offer permessage-deflate (no context takeover)")
 	fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "client":
-		client(*url, *n, *out, *flushEvery)
+		client(*url, *n, *out, *flushEvery, *compress)
 	case "count":
 		count(*n)
 	default:
