@@ -1,12 +1,12 @@
 # ChatLink. The two promised commands:
 #   make run    set up, build, and run chatlinkd against the bundled local demo backend
-#   make test   set up, and run every test (lint, unit, integration, Autobahn, fuzz)
+#   make test   set up, and run every test (lint, unit, integration, allocations, Autobahn, fuzz, e2e)
 SWIFT ?= swift
 STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit integration autobahn fuzz deb e2e chaos chaos-quick powerloss clean
+.PHONY: all setup setup-test build release run test lint format unit integration alloc autobahn fuzz deb e2e chaos chaos-quick powerloss clean
 
 all: build
 
@@ -25,7 +25,7 @@ release: setup
 run: release
 	scripts/run-demo.sh
 
-test: setup-test lint unit integration autobahn fuzz e2e
+test: setup-test lint unit integration alloc autobahn fuzz e2e
 	@echo "make test: all green"
 
 lint:
@@ -48,6 +48,14 @@ unit:
 integration:
 	$(SWIFT) build $(STRICT)
 	CHATLINK_BIN=$$($(SWIFT) build --show-bin-path) Tests/integration/run.sh
+
+# Heap allocations per inbound message, counted by a preloaded shim around the C allocator
+# (Tests/integration/test_allocations.py): only an optimised build says anything, so this
+# one test runs against `-c release`.
+alloc:
+	$(SWIFT) build -c release $(STRICT) --product chatlinkd
+	CHATLINK_ALLOC=1 CHATLINK_BIN=$$($(SWIFT) build -c release --show-bin-path) \
+	  Tests/integration/run.sh -k test_allocations
 
 # The full Autobahn|Testsuite (517 cases, compression included) against our client agent.
 autobahn:

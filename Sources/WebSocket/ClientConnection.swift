@@ -157,6 +157,12 @@ public final class ClientConnection {
     }
   }
 
+  /// Takes back the payload of a received message its consumer is done with
+  /// (`FrameDecoder.recycle`).
+  public func recycle(_ payload: [UInt8]) {
+    session?.recycle(payload)
+  }
+
   /// Passes received bytes in.
   public func receive(_ bytes: [UInt8]) {
     bytes.withUnsafeBytes { receive($0) }

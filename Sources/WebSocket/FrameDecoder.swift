@@ -35,6 +35,12 @@ public struct FrameDecoder: Sendable {
   private var buffer: [UInt8] = []
   private var readIndex = 0
   private var state = State.header
+  /// A payload the consumer is done with (`recycle`): the next small frame is copied into its
+  /// memory instead of a new allocation. One is enough: frames are consumed one at a time.
+  private var spare: [UInt8]?
+  /// The largest spare kept: chat messages are small, and an idle connection should not hold
+  /// more than a few KiB for them.
+  static let spareCapacity = 4096
 
   /// Creates a decoder.
   public init(role: Role = .client, maxFrameSize: Int = 16 << 20, allowsCompressedBit: Bool = false)
@@ -86,8 +92,11 @@ public struct FrameDecoder: Sendable {
       guard let header = try parseHeader() else { return .needMoreData }
       let available = buffer.count - readIndex
       if available >= header.payloadLength {
-        // The common case: the whole frame is in the buffer; copy its payload once.
-        var payload = Array(buffer[readIndex..<(readIndex + header.payloadLength)])
+        // The common case: the whole frame is in the buffer; copy its payload once, into a
+        // recycled array when there is one.
+        var payload = spare.take() ?? []
+        payload.removeAll(keepingCapacity: true)
+        payload.append(contentsOf: buffer[readIndex..<(readIndex + header.payloadLength)])
         readIndex += header.payloadLength
         Self.unmask(&payload, from: 0, header: header)
         return .frame(Frame(header: header, payload: payload))
@@ -116,6 +125,15 @@ public struct FrameDecoder: Sendable {
       }
       return .frame(Frame(header: header, payload: collected))
     }
+  }
+
+  /// Takes back a payload this decoder returned, once its consumer is done with it: its memory
+  /// holds the next small frame's payload. Whoever still holds a copy keeps it unchanged (the
+  /// array is reused only if no one does; otherwise the next frame gets new memory, as without
+  /// recycling).
+  public mutating func recycle(_ payload: [UInt8]) {
+    guard payload.capacity <= Self.spareCapacity, payload.capacity > 0 else { return }
+    spare = payload
   }
 
   /// Unmasks `payload[from...]`, which sits at payload offset `from`.

@@ -135,6 +135,12 @@ public final class FrameSession {
     if state != .closed && !inputBroken { decoder.append(bytes) }
   }
 
+  /// Takes back the payload of a received message its consumer is done with, for the next
+  /// frames' payloads (`FrameDecoder.recycle`).
+  public func recycle(_ payload: [UInt8]) {
+    decoder.recycle(payload)
+  }
+
   /// The next event, or nil when more input is needed.
   public func nextEvent() -> Event? {
     while state != .closed && !inputBroken {

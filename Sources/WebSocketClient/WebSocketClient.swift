@@ -209,6 +209,15 @@ public final class WebSocketClient: ByteStreamDelegate {
     scheduleFlush()
   }
 
+  /// Takes back a received message the delegate is done with: its payload's memory holds the
+  /// next small frames' payloads instead of a new allocation each. Optional; a message still
+  /// referenced elsewhere is never changed.
+  public func recycle(_ message: Message) {
+    switch message {
+    case .text(let bytes), .binary(let bytes): connection?.recycle(bytes)
+    }
+  }
+
   /// Sends a message.
   public func send(_ message: Message) throws(ClientConnection.SendError) {
     guard let connection else { throw .notOpen(.handshaking) }

@@ -28,6 +28,59 @@ final class FrameDecoderTests: XCTestCase {
     XCTAssertEqual(frames.first?.header.maskingKey, MaskingKey(0x37, 0xfa, 0x21, 0x3d))
   }
 
+  private func address(_ bytes: [UInt8]) -> UInt? {
+    bytes.withUnsafeBufferPointer { $0.baseAddress.map { UInt(bitPattern: $0) } }
+  }
+
+  private func next(_ decoder: inout FrameDecoder) throws -> Frame? {
+    if case .frame(let frame) = try decoder.next() { return frame }
+    return nil
+  }
+
+  func testARecycledPayloadHoldsTheNextFramesPayloadInItsMemory() throws {
+    var decoder = FrameDecoder()
+    decoder.append(ServerFrames.frame(0x1, Array("first message".utf8)))
+    decoder.append(ServerFrames.frame(0x1, Array("second".utf8)))
+    decoder.append(ServerFrames.frame(0x2, Array(repeating: 7, count: 300)))
+    var first = try XCTUnwrap(try next(&decoder)).payload
+    let memory = address(first)
+    decoder.recycle(first)
+    first = []  // the consumer lets go: the decoder's copy is the only one
+    let second = try XCTUnwrap(try next(&decoder))
+    XCTAssertEqual(second.payload, Array("second".utf8))
+    XCTAssertEqual(address(second.payload), memory)
+    decoder.recycle(second.payload)
+    // A longer payload grows the recycled array (and is still right).
+    XCTAssertEqual(try next(&decoder)?.payload, Array(repeating: 7, count: 300))
+  }
+
+  func testARecycledPayloadStillHeldByItsConsumerIsNeverChanged() throws {
+    var decoder = FrameDecoder()
+    decoder.append(ServerFrames.frame(0x1, Array("kept by a subscriber".utf8)))
+    decoder.append(ServerFrames.frame(0x1, Array("next".utf8)))
+    let kept = try XCTUnwrap(try next(&decoder)).payload
+    decoder.recycle(kept)
+    let next = try XCTUnwrap(try next(&decoder)).payload
+    XCTAssertEqual(kept, Array("kept by a subscriber".utf8))
+    XCTAssertEqual(next, Array("next".utf8))
+    XCTAssertNotEqual(address(next), address(kept))
+  }
+
+  func testBigPayloadsAreNotKeptForRecycling() throws {
+    var decoder = FrameDecoder()
+    let big = [UInt8](repeating: 1, count: 10_000)
+    decoder.append(ServerFrames.frame(0x2, big))
+    decoder.append(ServerFrames.frame(0x2, [2, 3]))
+    var first = try XCTUnwrap(try next(&decoder)).payload
+    let memory = address(first)
+    decoder.recycle(first)
+    first = []
+    let second = try XCTUnwrap(try next(&decoder)).payload
+    XCTAssertEqual(second, [2, 3])
+    XCTAssertNotEqual(address(second), memory)
+    XCTAssertLessThan(second.capacity, 10_000)
+  }
+
   func testDecoderReadsSevenSixteenAndSixtyFourBitLengths() throws {
     for length in [0, 1, 125, 126, 127, 65535, 65536, 200_000] {
       var decoder = FrameDecoder()

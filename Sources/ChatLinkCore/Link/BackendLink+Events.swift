@@ -80,6 +80,9 @@ extension BackendLink {
     }
     if let acknowledgement { acknowledgements.add(acknowledgement, seq: seq) }
     onInbound?(record, seq, time)
+    // The store copied the bytes: the next frames' payloads can use this memory (taken only
+    // if nothing else still holds it by then, e.g. a subscriber's queue).
+    client?.recycle(record.payload)
     checkBackpressure()
   }
 
