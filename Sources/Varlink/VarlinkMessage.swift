@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import JSON
 
 /// A method call (varlink.org, "Protocol"): `{"method":"…","parameters":{…},"more":true}`.
@@ -139,13 +140,16 @@ public struct VarlinkFramer: Sendable {
   /// Adds bytes; returns every complete message. Throws when a message exceeds the limit.
   public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(VarlinkError) -> [[UInt8]] {
     var messages: [[UInt8]] = []
+    guard let base = bytes.baseAddress else { return messages }
     var start = 0
-    for (i, byte) in bytes.enumerated() where byte == 0 {
-      buffer.append(contentsOf: bytes[start..<i])
+    // memchr finds each NUL many bytes a step: a stream of sends is mostly message text.
+    while start < bytes.count, let nul = memchr(base + start, 0, bytes.count - start) {
+      let end = base.distance(to: UnsafeRawPointer(nul))
+      buffer.append(contentsOf: bytes[start..<end])
       guard buffer.count <= limit else { throw .messageTooLarge(limit: limit) }
       messages.append(buffer)
       buffer = []
-      start = i + 1
+      start = end + 1
     }
     buffer.append(contentsOf: bytes[start...])
     guard buffer.count <= limit else { throw .messageTooLarge(limit: limit) }

@@ -29,6 +29,20 @@ final class VarlinkCodecTests: XCTestCase {
     XCTAssertEqual(try VarlinkCall.decode(Array(call.encoded.dropLast())).tag, 0)
   }
 
+  func testFramerFindsTheSameMessagesWhereverTheStreamIsSplit() throws {
+    let messages = ["", "a", String(repeating: "long message ", count: 9), "é 😀", "x"]
+    let stream: [UInt8] = messages.flatMap { message -> [UInt8] in Array(message.utf8) + [0] }
+    for split in 0...stream.count {
+      var framer = VarlinkFramer(limit: 1000)
+      var found: [[UInt8]] = []
+      try found += stream[..<split].withUnsafeBytes { try framer.append($0) }
+      try found += [UInt8]().withUnsafeBytes { try framer.append($0) }
+      try found += stream[split...].withUnsafeBytes { try framer.append($0) }
+      XCTAssertEqual(found, messages.map { Array($0.utf8) }, "split at \(split)")
+      XCTAssertEqual(framer.pendingCount, 0)
+    }
+  }
+
   func testFramerSplitsAtNULAcrossChunksAndRefusesOversizedMessages() throws {
     var framer = VarlinkFramer(limit: 10)
     let first = try Array("abc\0de".utf8).withUnsafeBytes { try framer.append($0) }
