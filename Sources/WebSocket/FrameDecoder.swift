@@ -40,7 +40,7 @@ public struct FrameDecoder: Sendable {
   private var spare: [UInt8]?
   /// The largest spare kept: chat messages are small, and an idle connection should not hold
   /// more than a few KiB for them.
-  static let spareCapacity = 4096
+  public static let spareCapacity = 4096
 
   /// Creates a decoder.
   public init(role: Role = .client, maxFrameSize: Int = 16 << 20, allowsCompressedBit: Bool = false)

@@ -138,7 +138,14 @@ public final class FrameSession {
   /// Takes back the payload of a received message its consumer is done with, for the next
   /// frames' payloads (`FrameDecoder.recycle`).
   public func recycle(_ payload: [UInt8]) {
-    decoder.recycle(payload)
+    // With compression, messages are inflated into memory of their own: a recycled message
+    // goes to the assembler (while it has none), and the spent compressed payloads to the
+    // decoder (`handle`). Messages a server sent uncompressed refill the decoder's instead.
+    if decoder.allowsCompressedBit && !assembler.hasSpare {
+      assembler.recycle(payload)
+    } else {
+      decoder.recycle(payload)
+    }
   }
 
   /// The next event, or nil when more input is needed.
@@ -185,7 +192,9 @@ public final class FrameSession {
     case .text, .binary, .continuation:
       // Data after our close frame is discarded: the application has said goodbye.
       guard state == .open else { return nil }
-      return try assembler.consume(frame).map { .message($0) }
+      let message = try assembler.consume(frame)
+      if let spent = assembler.takeSpentPayload() { decoder.recycle(spent) }
+      return message.map { .message($0) }
     }
   }
 

@@ -33,6 +33,12 @@ public struct MessageAssembler {
   private var state = State.idle
   private var buffer: [UInt8] = []
   private var validator = UTF8Validator()
+  /// A message payload its consumer is done with (`recycle`): the next message that is
+  /// inflated or assembled from fragments is built in its memory.
+  private var spare: [UInt8]?
+  /// The payload of the last frame consumed, when it was copied into a message (inflated or
+  /// appended) rather than passed on as the message itself: free for the frame decoder.
+  private var spent: [UInt8]?
   /// Bytes of the still-arriving frame already checked by `inspect(partial:)`.
   private var inspectedPrefix = 0
   private var inspectedHeader: FrameHeader?
@@ -101,9 +107,14 @@ public struct MessageAssembler {
         return try wholeMessage(frame.payload, text: text, alreadyInspected: alreadyInspected)
       }
       state = .inProgress(opcode: header.opcode, compressed: compressed)
+      if var memory = spare.take() {
+        memory.removeAll(keepingCapacity: true)
+        buffer = memory
+      }
     }
     let before = buffer.count
     try append(frame.payload, compressed: compressed, isFinal: header.fin)
+    spent = frame.payload
     if text { try validate(from: before + (compressed ? 0 : alreadyInspected)) }
     guard header.fin else { return nil }
     if text && !validator.isComplete {
@@ -114,6 +125,22 @@ public struct MessageAssembler {
     buffer = []
     state = .idle
     return text ? .text(payload) : .binary(payload)
+  }
+
+  /// Takes back a message's payload its consumer is done with: the next inflated or
+  /// fragmented message is built in its memory (if nothing else holds it by then).
+  public mutating func recycle(_ payload: [UInt8]) {
+    guard payload.capacity <= FrameDecoder.spareCapacity, payload.capacity > 0 else { return }
+    spare = payload
+  }
+
+  /// Whether a recycled payload waits for the next inflated or fragmented message.
+  public var hasSpare: Bool { spare != nil }
+
+  /// The payload of the frame just consumed, if it was copied into the message (inflated or
+  /// appended to fragments) and so is no longer needed; nil otherwise, and after this call.
+  public mutating func takeSpentPayload() -> [UInt8]? {
+    spent.take()
   }
 
   /// A message in one uncompressed frame: its payload as it is, once its UTF-8 is checked.
