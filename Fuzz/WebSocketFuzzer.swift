@@ -235,10 +235,12 @@ func runRaw(_ config: FuzzConfig, _ stream: [UInt8]) {
     maxMessageSize: sizeLimits[Int(config.flagsB) & 7],
     inflate: config.bit(config.flagsA, 0),
     noContextTakeover: config.bit(config.flagsA, 1))
+  // The chunked run also hands every message and spent payload back for reuse, as the
+  // daemon does (FrameSession.recycle): reused memory must never change what comes out.
   let chunked = rawPipeline(
     stream, chunks: chunkSizes(total: stream.count, seed: config.chunkSeed),
-    settings)
-  let whole = rawPipeline(stream, chunks: [stream.count], settings)
+    settings, recycling: true)
+  let whole = rawPipeline(stream, chunks: [stream.count], settings, recycling: false)
   require(
     chunked.events == whole.events,
     "raw events depend on chunking:\n  chunked \(chunked.events)\n  whole   \(whole.events)")
@@ -275,7 +277,7 @@ func runRaw(_ config: FuzzConfig, _ stream: [UInt8]) {
   }
 }
 
-func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
+func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings, recycling: Bool) -> (
   events: [RawEvent], frames: [Frame], buffered: Int, partial: [UInt8]?
 ) {
   var decoder = FrameDecoder(
@@ -381,7 +383,9 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
         continue feeding
       case .frame(let frame):
         checkFrame(frame, settings)
-        frames.append(frame)
+        // When recycling, what is kept is a copy, so the memory handed back is the only
+        // reference and really is reused.
+        frames.append(recycling ? Frame(header: frame.header, payload: copy(frame.payload)) : frame)
         if let header = dropping {
           require(header == frame.header, "the dropped frame is not the one that completed")
           dropping = nil
@@ -396,9 +400,11 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
           partsCompressed = frame.header.rsv1
           partsText = frame.opcode == .text
         }
-        parts.append(frame.payload)
+        parts.append(recycling ? copy(frame.payload) : frame.payload)
         do throws(ProtocolViolation) {
-          guard let message = try assembler.consume(frame) else { continue }
+          let consumed = try assembler.consume(frame)
+          if recycling, let spent = assembler.takeSpentPayload() { decoder.recycle(spent) }
+          guard let message = consumed else { continue }
           checkMessage(message, limit: settings.maxMessageSize)
           require(
             (message.text != nil) == partsText, "message type differs from its first frame")
@@ -412,7 +418,17 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
             require(message.bytes == joined, "message is not its frames' payloads joined")
           }
           parts = []
-          events.append(.message(message))
+          if recycling {
+            let kept = copy(message.bytes)
+            events.append(.message(message.text != nil ? .text(kept) : .binary(kept)))
+            if settings.inflate && !assembler.hasSpare {
+              assembler.recycle(message.bytes)
+            } else {
+              decoder.recycle(message.bytes)
+            }
+          } else {
+            events.append(.message(message))
+          }
         } catch {
           let joined = Array(parts.joined())
           justify(
@@ -432,6 +448,11 @@ func rawPipeline(_ stream: [UInt8], chunks: [Int], _ settings: RawSettings) -> (
     }
   }
   return (events, frames, decoder.bufferedByteCount, decoder.partialFrame?.payloadPrefix)
+}
+
+/// A copy in memory of its own (not sharing the array's storage).
+func copy(_ bytes: [UInt8]) -> [UInt8] {
+  bytes.map { $0 }
 }
 
 func checkFrame(_ frame: Frame, _ settings: RawSettings) {

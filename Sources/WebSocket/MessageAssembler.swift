@@ -194,6 +194,7 @@ public struct MessageAssembler {
   public mutating func reset() {
     state = .idle
     buffer = []
+    spent = nil
     validator.reset()
     inspectedHeader = nil
     inspectedPrefix = 0
