@@ -158,7 +158,7 @@ public final class ClientConnection {
   }
 
   /// Takes back the payload of a received message its consumer is done with
-  /// (`FrameDecoder.recycle`).
+  /// (`FrameSession.recycle`).
   public func recycle(_ payload: [UInt8]) {
     session?.recycle(payload)
   }

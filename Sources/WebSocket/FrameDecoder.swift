@@ -127,8 +127,8 @@ public struct FrameDecoder: Sendable {
     }
   }
 
-  /// Takes back a payload this decoder returned, once its consumer is done with it: its memory
-  /// holds the next small frame's payload. Whoever still holds a copy keeps it unchanged (the
+  /// Takes back memory its consumer is done with (a payload this decoder returned, or a spent
+  /// one the assembler copied from): it holds the next small frame's payload. Whoever still holds a copy keeps it unchanged (the
   /// array is reused only if no one does; otherwise the next frame gets new memory, as without
   /// recycling).
   public mutating func recycle(_ payload: [UInt8]) {

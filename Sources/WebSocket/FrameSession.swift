@@ -135,8 +135,8 @@ public final class FrameSession {
     if state != .closed && !inputBroken { decoder.append(bytes) }
   }
 
-  /// Takes back the payload of a received message its consumer is done with, for the next
-  /// frames' payloads (`FrameDecoder.recycle`).
+  /// Takes back the payload of a received message its consumer is done with, for the memory
+  /// of a next message (`FrameDecoder.recycle`, `MessageAssembler.recycle`).
   public func recycle(_ payload: [UInt8]) {
     // With compression, messages are inflated into memory of their own: a recycled message
     // goes to the assembler (while it has none), and the spent compressed payloads to the
