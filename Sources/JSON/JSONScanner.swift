@@ -144,10 +144,17 @@ public struct JSONScanner {
   private var peek: UInt8 { index < count ? base[index] : 0 }
 
   // Called around every token: inlined, and done at once when the next byte is not
-  // whitespace (the usual case in the minified JSON backends send).
+  // whitespace (the usual case in the minified JSON backends send); the blanks themselves are
+  // skipped out of line, which keeps the parsing functions small enough to inline their
+  // callees.
   @inline(__always)
   private mutating func skipWhitespace() {
     guard index < count, base[index] <= 0x20 else { return }
+    skipBlanks()
+  }
+
+  @inline(never)
+  private mutating func skipBlanks() {
     while index < count {
       switch base[index] {
       case 0x20, 0x09: index += 1
@@ -159,8 +166,8 @@ public struct JSONScanner {
     }
   }
 
+  /// Parses a value at `index`; the caller has skipped the blanks before it.
   private mutating func value() -> Bool {
-    skipWhitespace()
     guard index < count else { return false }
     switch base[index] {
     case UInt8(ascii: "{"): return object { scanner, _, _ in scanner.value() }
@@ -357,14 +364,17 @@ public struct JSONScanner {
     var escaped: Bool
   }
 
+  @inline(never)
+  private func escapedKeyEquals(_ key: Key, _ expected: [UInt8]) -> Bool {
+    let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
+    return JSONString.unescape(raw) == expected
+  }
+
   /// Compares a key with `expected`: as raw bytes, or decoded when it has escapes. Every
   /// member of every inbound frame is compared with each requested key, and most differ in
   /// length: those are settled by the length alone.
   private func keyEquals(_ key: Key, _ expected: [UInt8]) -> Bool {
-    if key.escaped {
-      let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
-      return JSONString.unescape(raw) == expected
-    }
+    if key.escaped { return escapedKeyEquals(key, expected) }
     guard key.range.count == expected.count else { return false }
     return expected.withUnsafeBufferPointer { want in
       var i = 0

@@ -172,11 +172,19 @@ public struct Timestamp: Sendable, Hashable, Comparable {
   }
 }
 
-/// Formats timestamps quickly by reusing the "YYYY-MM-DDTHH:MM:SS." part while the second
-/// stays the same: at a few hundred thousand records a second, that is nearly every record.
+/// Formats timestamps quickly: the whole text of the last time written is kept, and while
+/// the microsecond stays the same (the store stamps every message of one socket read with the
+/// read's time) it is copied as it is; otherwise the "YYYY-MM-DDTHH:MM:SS." part is reused
+/// while the second stays the same, which at a few hundred thousand records a second is
+/// nearly every record.
+///
+/// The text lives inline (a SIMD vector used as 32 bytes of storage), not in an array: a
+/// write then costs no reference counting and no heap access besides the copy.
 public struct TimestampFormatter: Sendable {
   private var second: Int64 = .min
-  private var prefix: [UInt8] = []
+  private var micros: Int64 = .min
+  /// The text of `micros` (`length` bytes), valid once `micros` is set.
+  private var text = SIMD32<UInt8>()
 
   /// Creates a formatter with an empty cache.
   public init() {}
@@ -192,15 +200,27 @@ public struct TimestampFormatter: Sendable {
   /// Writes `time` as RFC 3339 UTC with microseconds (`length` bytes).
   public mutating func write(_ time: Timestamp, to writer: inout ByteWriter) {
     let micros = time.microseconds
-    let second = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-    if second != self.second {
-      var full: [UInt8] = []
-      time.append(to: &full)
-      prefix = Array(full[..<20])
-      self.second = second
+    if micros != self.micros { format(micros, time) }
+    withUnsafeBytes(of: &text) {
+      writer.write(UnsafeRawBufferPointer(rebasing: $0[..<Self.length]))
     }
-    prefix.withUnsafeBytes { writer.write($0) }
-    writer.writeDecimal(Int(micros - second * 1_000_000), width: 6)
-    writer.write(UInt8(ascii: "Z"))
+  }
+
+  /// Puts the text of `time` (whose microseconds are `micros`) into the cache.
+  private mutating func format(_ micros: Int64, _ time: Timestamp) {
+    let second = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+    withUnsafeMutableBytes(of: &text) { raw in
+      let start = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+      if second != self.second {
+        var full: [UInt8] = []
+        time.append(to: &full)
+        full.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<20])) }
+      }
+      var tail = ByteWriter(start + 20)
+      tail.writeDecimal(Int(micros - second * 1_000_000), width: 6)
+      tail.write(UInt8(ascii: "Z"))
+    }
+    self.second = second
+    self.micros = micros
   }
 }

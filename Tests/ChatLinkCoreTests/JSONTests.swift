@@ -113,10 +113,14 @@ final class JSONTests: XCTestCase {
     XCTAssertEqual(String(decoding: out, as: UTF8.self), "000042,00,xy")
   }
 
-  func testTimestampsFormatTheSameWithAndWithoutTheCachedSecond() {
+  func testTimestampsFormatTheSameWithAndWithoutTheCachedSecondAndText() {
     var formatter = TimestampFormatter()
+    // Repeats (the cached text), steps within a second (the cached date part), steps back,
+    // and times before 1970.
     for micros: Int64 in [
-      0, 1, 999_999, 1_000_000, 1_764_676_800_123_456, 1_764_676_800_123_457, -1, -1_000_001,
+      0, 0, 1, 999_999, 1_000_000, 1_764_676_800_123_456, 1_764_676_800_123_456,
+      1_764_676_800_123_457, 1_764_676_800_123_456, 1_764_676_799_999_999, -1, -1, -1_000_001,
+      1_764_676_800_123_456,
     ] {
       let time = Timestamp(microseconds: micros)
       var cached: [UInt8] = []

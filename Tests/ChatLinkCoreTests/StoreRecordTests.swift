@@ -25,6 +25,32 @@ final class StoreRecordTests: XCTestCase {
     XCTAssertEqual((object?["data"] as? [String: Any])?["event"] as? String, "message")
   }
 
+  /// A JSON line short enough is written in one piece through a stack buffer, a longer one
+  /// member by member: the bytes must not tell which, at every length around the limit, for
+  /// a string room and a number room, a known and an unknown scan, and a line appended after
+  /// others.
+  func testJSONLinesAroundTheOnePieceLimitAreTheSameAsAnyOther() throws {
+    var formatter = TimestampFormatter()
+    for room in [Array("7".utf8), Array(#""lobby""#.utf8)] {
+      let fixed = #"{"seq":9,"time":"2025-12-02T12:00:00.123456Z","dir":"in","room":"#.utf8.count
+        + room.count + #","type":"json","data":"#.utf8.count + 2
+      for lineLength in (StoreRecord.inlineLineLimit - 110)...(StoreRecord.inlineLineLimit + 110) {
+        let filler = String(repeating: "x", count: max(0, lineLength - fixed - 8))
+        let payload = Array(#"{"t":"\#(filler)"}"#.utf8)
+        let expected =
+          #"{"seq":9,"time":"2025-12-02T12:00:00.123456Z","dir":"in","room":"#
+          + String(decoding: room, as: UTF8.self) + #","type":"json","data":"#
+          + String(decoding: payload, as: UTF8.self) + "}\n"
+        for scan in [PayloadScan.unscanned, .json(hasLineBreaks: false)] {
+          var out = Array("earlier\n".utf8)
+          StoreRecord(seq: 9, time: time, direction: .inbound, room: room, payload: .text(payload))
+            .appendLine(to: &out, scan: scan, formatter: &formatter)
+          XCTAssertEqual(String(decoding: out, as: UTF8.self), "earlier\n" + expected)
+        }
+      }
+    }
+  }
+
   func testTextAndBinaryPayloadsAreKeptLosslessly() throws {
     let text = line(
       StoreRecord(

@@ -69,7 +69,9 @@ public final class BackendLink: WebSocketClientDelegate {
   @exclusivity(unchecked) private var performed = 0
   private var performing = false
   private var timers: [Timer] = []
-  var client: WebSocketClient?
+  // Unchecked exclusivity: read twice for every inbound record (its read time, the payload's
+  // recycling), only on the loop's thread; assigned only between reads, never during a call.
+  @exclusivity(unchecked) var client: WebSocketClient?
   private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
   private var nextPingID: UInt64 = 0
   private var stopCompletion: (() -> Void)?

@@ -95,9 +95,10 @@ public struct StoreRecord: Sendable, Hashable {
     meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
     formatter: inout TimestampFormatter
   ) {
-    // The fixed members up to the room in one append (the store does this for every record).
-    let roomBytes = room?.count ?? 4
-    out.append(maxCount: 64 + TimestampFormatter.length + roomBytes) { line in
+    let prefixBytes = 64 + TimestampFormatter.length + (room?.count ?? 4)
+    // The fixed members up to the room, written in one piece (the store does this for every
+    // record).
+    func writePrefix(_ line: inout ByteWriter) {
       line.write(seqPrefix)
       line.writeDecimal(seq)
       line.write(timeKey)
@@ -105,43 +106,79 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
-    switch payload {
-    case .binary(let bytes):
-      out.append(typeBinary)
-      appendID(clientID, meta, to: &out)
-      out.append(dataKey)
-      out.append(UInt8(ascii: "\""))
-      Base64.encode(bytes, into: &out)
-      out.append(UInt8(ascii: "\""))
-    case .text(let bytes):
-      bytes.withUnsafeBytes { raw in
-        let known =
-          if case .unscanned = scan {
-            PayloadScan(JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth))
-          } else {
-            scan
-          }
-        if case .json(let hasLineBreaks) = known {
-          if clientID == nil && meta == nil {
-            out.append(typeJSONData)
-          } else {
-            out.append(typeJSON)
-            appendID(clientID, meta, to: &out)
-            out.append(dataKey)
-          }
-          if hasLineBreaks {
-            JSONString.minify(raw, to: &out)
-          } else {
-            out.append(contentsOf: raw)
-          }
+    guard case .text(let bytes) = payload else {
+      out.append(maxCount: prefixBytes, writePrefix)
+      appendBinary(payload, clientID, meta, to: &out)
+      return
+    }
+    bytes.withUnsafeBytes { raw in
+      let known =
+        if case .unscanned = scan {
+          PayloadScan(JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth))
         } else {
-          out.append(typeText)
-          appendID(clientID, meta, to: &out)
-          out.append(dataKey)
-          JSONString.append(raw, to: &out)
+          scan
         }
+      let lineBytes = prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
+      if case .json(hasLineBreaks: false) = known, clientID == nil, meta == nil,
+        lineBytes <= inlineLineLimit
+      {
+        // The usual inbound record: the whole line in one append, the payload copied twice
+        // (into the stack, then into `out`), which costs less than three more appends.
+        out.append(maxCount: lineBytes) { line in
+          writePrefix(&line)
+          line.write(typeJSONData)
+          line.write(raw)
+          line.write(lineEnd)
+        }
+      } else {
+        out.append(maxCount: prefixBytes, writePrefix)
+        appendText(raw, known, clientID, meta, to: &out)
       }
     }
+  }
+
+  /// The rest of a text record's line, after the room, member by member.
+  private static func appendText(
+    _ raw: UnsafeRawBufferPointer, _ scan: PayloadScan, _ clientID: String?, _ meta: [UInt8]?,
+    to out: inout [UInt8]
+  ) {
+    if case .json(let hasLineBreaks) = scan {
+      if clientID == nil && meta == nil {
+        out.append(typeJSONData)
+      } else {
+        out.append(typeJSON)
+        appendID(clientID, meta, to: &out)
+        out.append(dataKey)
+      }
+      if hasLineBreaks {
+        JSONString.minify(raw, to: &out)
+      } else {
+        out.append(contentsOf: raw)
+      }
+    } else {
+      out.append(typeText)
+      appendID(clientID, meta, to: &out)
+      out.append(dataKey)
+      JSONString.append(raw, to: &out)
+    }
+    out.append(lineEnd)
+  }
+
+  /// The longest line written in one piece through a stack buffer; longer ones are appended
+  /// member by member, where the payload's copy outweighs the appends.
+  public static let inlineLineLimit = 1024
+
+  /// The rest of a binary record's line, after the room.
+  private static func appendBinary(
+    _ payload: Message, _ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]
+  ) {
+    guard case .binary(let bytes) = payload else { return }
+    out.append(typeBinary)
+    appendID(clientID, meta, to: &out)
+    out.append(dataKey)
+    out.append(UInt8(ascii: "\""))
+    Base64.encode(bytes, into: &out)
+    out.append(UInt8(ascii: "\""))
     out.append(lineEnd)
   }
 
