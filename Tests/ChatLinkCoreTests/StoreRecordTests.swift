@@ -32,7 +32,8 @@ final class StoreRecordTests: XCTestCase {
   func testJSONLinesAroundTheOnePieceLimitAreTheSameAsAnyOther() throws {
     var formatter = TimestampFormatter()
     for room in [Array("7".utf8), Array(#""lobby""#.utf8)] {
-      let fixed = #"{"seq":9,"time":"2025-12-02T12:00:00.123456Z","dir":"in","room":"#.utf8.count
+      let fixed =
+        #"{"seq":9,"time":"2025-12-02T12:00:00.123456Z","dir":"in","room":"#.utf8.count
         + room.count + #","type":"json","data":"#.utf8.count + 2
       for lineLength in (StoreRecord.inlineLineLimit - 110)...(StoreRecord.inlineLineLimit + 110) {
         let filler = String(repeating: "x", count: max(0, lineLength - fixed - 8))
