@@ -96,8 +96,11 @@ public final class WebSocketClient: ByteStreamDelegate {
   /// The current phase.
   @exclusivity(unchecked) public private(set) var phase = Phase.idle
   /// When the bytes being delivered were read (wall clock), once per read: the messages of one
-  /// read arrived together and share it. (Unchecked exclusivity: set on the loop's thread only.)
-  @exclusivity(unchecked) public private(set) var receivedAt = Timestamp(microseconds: 0)
+  /// read arrived together and share it. A getter of its own: another module reads a stored
+  /// property with the runtime's exclusivity check, which the storage's attribute does not lift.
+  public var receivedAt: Timestamp { readTime }
+  // Unchecked exclusivity: set on the loop's thread only, once per read.
+  @exclusivity(unchecked) private var readTime = Timestamp(microseconds: 0)
 
   private let loop: EventLoop
   private let resolver: Resolver
@@ -209,9 +212,8 @@ public final class WebSocketClient: ByteStreamDelegate {
     scheduleFlush()
   }
 
-  /// Takes back a received message the delegate is done with: its payload's memory holds the
-  /// next small frames' payloads instead of a new allocation each. Optional; a message still
-  /// referenced elsewhere is never changed.
+  /// Takes back a received message the delegate is done with: its memory holds the next
+  /// small frames' payloads. Optional; a message still referenced elsewhere is never changed.
   public func recycle(_ message: Message) {
     switch message {
     case .text(let bytes), .binary(let bytes): connection?.recycle(bytes)
@@ -264,7 +266,7 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
     guard let connection else { return }
-    receivedAt = .now()
+    readTime = .now()
     traffic?.bytesReceived += bytes.count
     connection.receive(bytes)
     var receiver = delegate

@@ -65,7 +65,7 @@ final class UTF8ValidatorTests: XCTestCase {
   }
 
   func testASCIIFastPathStopsAtHighBytesAtAnyAlignment() {
-    for prefix in 0..<40 {
+    for prefix in 0..<150 {
       var bytes = [UInt8](repeating: 0x41, count: prefix)
       bytes += [0xC3, 0xA9] + [UInt8](repeating: 0x42, count: 9)
       XCTAssertTrue(UTF8Validator.isValid(bytes))
@@ -73,9 +73,9 @@ final class UTF8ValidatorTests: XCTestCase {
       XCTAssertFalse(UTF8Validator.isValid(bytes))
     }
     // One impossible byte anywhere in a long ASCII run, whichever step of the fast path
-    // (sixteen or eight bytes) covers it.
-    for position in 0..<48 {
-      var bytes = [UInt8](repeating: 0x61, count: 48)
+    // (sixty-four, sixteen or eight bytes) covers it.
+    for position in 0..<200 {
+      var bytes = [UInt8](repeating: 0x61, count: 200)
       bytes[position] = 0x80
       XCTAssertFalse(UTF8Validator.isValid(bytes), "at \(position)")
       bytes[position] = 0x7F

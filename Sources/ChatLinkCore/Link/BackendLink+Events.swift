@@ -22,7 +22,14 @@ extension BackendLink {
 
   public func webSocket(_ client: WebSocketClient, didReceive message: Message) {
     guard client === self.client else { return }
+    // Taken from the client in hand: a load of `self.client` per record would retain and
+    // release it, and a client (weakly referenced) keeps its counts in a side table.
+    readTime = client.receivedAt
     feed(.message(message))
+    // Whatever the frame became is stored (the store copied the bytes) or held elsewhere: the
+    // next frames' payloads can use this memory, which is taken only if nothing else still
+    // holds it by then (e.g. a subscriber's queue).
+    client.recycle(message)
   }
 
   public func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {
@@ -71,7 +78,7 @@ extension BackendLink {
 
   func storeInbound(_ record: InboundMessage, _ acknowledgement: Message?) {
     // The time of the read that brought the frame (records come only from the client's reads).
-    let time = client?.receivedAt ?? .now()
+    let time = readTime
     let seq = store.append(
       direction: .inbound, room: record.room, meta: record.meta, payload: record.payload,
       scan: record.scan, time: time)
@@ -80,9 +87,6 @@ extension BackendLink {
     }
     if let acknowledgement { acknowledgements.add(acknowledgement, seq: seq) }
     onInbound?(record, seq, time)
-    // The store copied the bytes: the next frames' payloads can use this memory (taken only
-    // if nothing else still holds it by then, e.g. a subscriber's queue).
-    client?.recycle(record.payload)
     checkBackpressure()
   }
 

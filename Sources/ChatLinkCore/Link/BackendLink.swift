@@ -69,9 +69,10 @@ public final class BackendLink: WebSocketClientDelegate {
   @exclusivity(unchecked) private var performed = 0
   private var performing = false
   private var timers: [Timer] = []
-  // Unchecked exclusivity: read twice for every inbound record (its read time, the payload's
-  // recycling), only on the loop's thread; assigned only between reads, never during a call.
-  @exclusivity(unchecked) var client: WebSocketClient?
+  var client: WebSocketClient?
+  /// When the frame being handled was read (`WebSocketClient.receivedAt`): its records' time.
+  /// (Unchecked exclusivity: set and read for every frame, only on the loop's thread.)
+  @exclusivity(unchecked) var readTime = Timestamp(microseconds: 0)
   private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
   private var nextPingID: UInt64 = 0
   private var stopCompletion: (() -> Void)?
