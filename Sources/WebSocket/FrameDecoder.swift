@@ -95,8 +95,14 @@ public struct FrameDecoder: Sendable {
         // The common case: the whole frame is in the buffer; copy its payload once, into a
         // recycled array when there is one.
         var payload = spare.take() ?? []
-        payload.removeAll(keepingCapacity: true)
-        payload.append(contentsOf: buffer[readIndex..<(readIndex + header.payloadLength)])
+        let start = readIndex
+        buffer.withUnsafeBytes { raw in
+          // The recycled array's old content replaced in one call (emptying it first costs
+          // a call of its own).
+          payload.replaceSubrange(
+            payload.startIndex..<payload.endIndex,
+            with: UnsafeRawBufferPointer(rebasing: raw[start..<(start + header.payloadLength)]))
+        }
         readIndex += header.payloadLength
         Self.unmask(&payload, from: 0, header: header)
         return .frame(Frame(header: header, payload: payload))
