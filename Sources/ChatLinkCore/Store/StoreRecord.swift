@@ -106,12 +106,15 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
-    guard case .text(let bytes) = payload else {
+    let text: [UInt8]
+    switch payload {
+    case .binary(let bytes):
       out.append(maxCount: prefixBytes, writePrefix)
-      appendBinary(payload, clientID, meta, to: &out)
+      appendBinary(bytes, clientID, meta, to: &out)
       return
+    case .text(let bytes): text = bytes
     }
-    bytes.withUnsafeBytes { raw in
+    text.withUnsafeBytes { raw in
       let known =
         if case .unscanned = scan {
           PayloadScan(JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth))
@@ -170,9 +173,8 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The rest of a binary record's line, after the room.
   private static func appendBinary(
-    _ payload: Message, _ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]
+    _ bytes: [UInt8], _ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]
   ) {
-    guard case .binary(let bytes) = payload else { return }
     out.append(typeBinary)
     appendID(clientID, meta, to: &out)
     out.append(dataKey)
