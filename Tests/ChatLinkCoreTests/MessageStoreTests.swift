@@ -284,30 +284,6 @@ final class MessageStoreTests: XCTestCase {
     XCTAssertEqual(seqs("messages.jsonl.1") + seqs(), Array(1...(count + 2)))
   }
 
-  /// The group-commit interval runs from the start of one sync to the start of the next, so a
-  /// slow disk job does not stretch every interval by its own duration (chatlinkd.conf(5):
-  /// "an fsync at least every SyncIntervalMSec").
-  func testTheSyncIntervalCountsFromTheStartOfTheLastSyncNotFromItsEnd() throws {
-    let store = try MessageStore(
-      loop: loop, disk: disk,
-      options: MessageStore.Options(
-        directory: dir.path, sync: .batch, syncInterval: .milliseconds(200)))
-    var durable: UInt64 = 0
-    store.onDurable = { durable = $0 }
-    // Hold the disk thread, so that the first sync ends 150 ms after it started.
-    disk.submit({ usleep(150_000) }, completion: { _ in })
-    let start = loop.now
-    store.append(direction: .inbound, room: nil, payload: .text(Array("first".utf8)))
-    try spin(loop) { durable == 1 }
-    store.append(direction: .inbound, room: nil, payload: .text(Array("second".utf8)))
-    try spin(loop) { durable == 2 }
-    let elapsed = loop.now - start
-    // 200 ms after the first sync started; counted from its end, it would be 350 ms.
-    XCTAssertGreaterThanOrEqual(elapsed, 190_000)
-    XCTAssertLessThan(elapsed, 300_000, "second record durable after \(elapsed) µs")
-    XCTAssertEqual(seqs(), [1, 2])
-  }
-
   /// The store writes one chunk at a time. Once the next chunk is full while the disk still
   /// writes the last, it asks its producer to pause (`isBehind`) instead of growing, and lets
   /// it go on once that chunk is with the disk; nothing appended meanwhile is lost.

@@ -50,6 +50,8 @@ public final class Daemon {
   private let notifier = ServiceNotifier()
   private let resolver: Resolver
   private let disk: BackgroundWorker
+  /// The store's fsyncs, beside the disk worker's writes.
+  private let syncer: BackgroundWorker
   /// Reads History off the loop (Daemon+Control.swift).
   var reader: BackgroundWorker?
   // Unchecked exclusivity: touched for every inbound record, only on the loop's thread, and
@@ -92,8 +94,9 @@ public final class Daemon {
       }
       resolver = try Resolver(loop: self.loop)
       disk = try BackgroundWorker(loop: self.loop, name: "chatlink-disk")
+      syncer = try BackgroundWorker(loop: self.loop, name: "chatlink-sync")
       store = try MessageStore(
-        loop: self.loop, disk: disk, options: MessageStore.Options(configuration))
+        loop: self.loop, disk: disk, syncer: syncer, options: MessageStore.Options(configuration))
       outbox = try Outbox(
         loop: self.loop, disk: disk, directory: configuration.storeDirectory,
         maxMessages: configuration.outboxMaxMessages)

@@ -69,7 +69,16 @@ final class AppendFile: @unchecked Sendable {
   }
 
   /// Makes everything written durable.
+  ///
+  /// The one call another thread may make while the owning thread appends (the store's sync
+  /// worker): it reads only `fd`, which changes only in `close()`, and the store never closes
+  /// a file it may still sync (a rotated file is closed when its last reference goes).
   func sync() throws(SystemError) {
+    #if DEBUG
+      if FileSystem.failingDataSyncs.decrementIfPositive() {
+        throw SystemError("fdatasync \(path) (failed for a test)", errno: EIO)
+      }
+    #endif
     guard fdatasync(fd) == 0 else { throw .last("fdatasync \(path)") }
   }
 

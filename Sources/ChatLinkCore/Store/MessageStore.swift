@@ -5,41 +5,13 @@ import WebSocket
 
 /// The durable JSON-lines message store: `<Directory>/messages.jsonl`.
 ///
-/// Records are formatted on the loop into a buffer; a disk thread writes and fsyncs them
-/// (group commit), so a slow or full disk never delays the loop. A record is durable once
-/// `durableSeq` reaches its seq. On a write error (e.g. disk full) nothing partial stays in
-/// the file; the records wait in memory and are retried until the disk takes them.
+/// Records are formatted on the loop into a buffer; a disk thread writes them and, under
+/// `Sync=batch`, a second thread fsyncs what was written (group commit) while the next chunks
+/// are written, so neither a slow fsync nor a full disk delays the loop. A record is durable
+/// once `durableSeq` reaches its seq. On a write error (e.g. disk full) nothing partial stays
+/// in the file; the records wait in memory and are retried until the disk takes them. A failed
+/// fsync is retried as an fsync: the lines are in the file once.
 public final class MessageStore {
-  /// Store settings, from [Store].
-  public struct Options: Sendable {
-    public var directory: String
-    public var sync: Configuration.SyncMode
-    public var syncInterval: Duration
-    public var maxFileSize: Int
-    public var maxFiles: Int
-
-    /// Creates options.
-    public init(
-      directory: String, sync: Configuration.SyncMode = .batch,
-      syncInterval: Duration = .milliseconds(50),
-      maxFileSize: Int = 64 << 20, maxFiles: Int = 8
-    ) {
-      self.directory = directory
-      self.sync = sync
-      self.syncInterval = syncInterval
-      self.maxFileSize = maxFileSize
-      self.maxFiles = maxFiles
-    }
-
-    /// Takes the [Store] settings of a configuration.
-    public init(_ configuration: Configuration) {
-      self.init(
-        directory: configuration.storeDirectory, sync: configuration.sync,
-        syncInterval: configuration.syncInterval,
-        maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles)
-    }
-  }
-
   /// What recovery found at start.
   public struct Recovery: Sendable, Hashable {
     /// The last seq on disk (0 for an empty store).
@@ -77,6 +49,8 @@ public final class MessageStore {
 
   private let loop: EventLoop
   private let disk: BackgroundWorker
+  /// Runs the fsyncs: one at a time, while the disk worker goes on writing.
+  private let syncer: BackgroundWorker
   private let log: RotatingLog
   @exclusivity(unchecked) private var buffer: [UInt8] = []
   /// The last written chunk's memory, for the next one (`HandedBytes`).
@@ -87,6 +61,13 @@ public final class MessageStore {
   private var inFlightBytes = 0
   private var inFlight = false
   private var flushPosted = false
+  /// The file the last write went to: the next fsync's. Every line written before it was
+  /// either appended to it or to a file that its rotation synced.
+  private var syncFile: AppendFile?
+  private var syncInFlight = false
+  /// The last write's error and the last fsync's, while they fail; `failure` is either.
+  private var writeError: SystemError?
+  private var syncError: SystemError?
   /// When the last successful fsync started: the group-commit interval runs from the start of
   /// one sync to the start of the next, so a line waits at most the interval plus one fsync
   /// (counting from the end would add the fsync's duration to every interval).
@@ -98,9 +79,18 @@ public final class MessageStore {
 
   /// Opens the store, recovering from a crash: a torn last line is cut off and seq continues
   /// after the last complete record (looking into rotated files if the live one is empty).
-  public init(loop: EventLoop, disk: BackgroundWorker, options: Options) throws(SystemError) {
+  ///
+  /// - Parameter syncer: the worker for fsyncs (default: a thread of the store's own).
+  public init(
+    loop: EventLoop, disk: BackgroundWorker, syncer: BackgroundWorker? = nil, options: Options
+  ) throws(SystemError) {
     self.loop = loop
     self.disk = disk
+    if let syncer {
+      self.syncer = syncer
+    } else {
+      self.syncer = try BackgroundWorker(loop: loop, name: "chatlink-sync")
+    }
     self.options = options
     try FileSystem.makeDirectories(options.directory)
     log = try RotatingLog(
@@ -139,6 +129,7 @@ public final class MessageStore {
     }
     retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in
       self.retryPending = false
+      self.syncRetryPending = false
       self.flush()
     }
   }
@@ -216,11 +207,8 @@ public final class MessageStore {
     drainWaiters.append { [unowned self] in
       if self.durableSeq >= target { completion() }
     }
-    forceSync = true
     flush()
   }
-
-  private var forceSync = false
   /// Whether the backend waits for acknowledgements of records not yet durable. Under
   /// Sync=batch those records are then synced as soon as the disk is free, not at the next
   /// interval: a broker sends only a window of unacknowledged messages (RabbitMQ's prefetch,
@@ -231,28 +219,44 @@ public final class MessageStore {
   /// After a failed write, the next attempt waits for the retry timer (once a second), not
   /// for the next record: a full disk must not cost a failing write per inbound message.
   private var retryPending = false
+  /// After a failed fsync, likewise for the next one.
+  private var syncRetryPending = false
 
+  /// Hands the buffer to the disk worker when it is free, and starts an fsync when one is due.
+  ///
+  /// An fsync starts only between writes, so it covers every chunk handed over so far: when
+  /// one falls due with records in the buffer, they are written first and the fsync follows
+  /// that write at once (`syncAfterWrite`), while the next chunk is written. Every write's
+  /// completion comes back here, so nothing that falls due while a write runs is missed.
   private func flush() {
-    guard !inFlight, !retryPending else { return }
+    guard !inFlight else { return }
     let now = loop.instant
-    let unsynced = writtenSeq > durableSeq || !buffer.isEmpty
-    var sync: Bool
-    switch options.sync {
-    case .always: sync = true
-    case .none: sync = false
-    case .batch:
-      sync =
-        unsynced
-        && (forceSync || now >= lastSync + options.syncInterval || acknowledgementsWaiting())
+    let writing = !retryPending && !buffer.isEmpty
+    if syncAfterWrite || !writing {
+      syncAfterWrite = false
+      syncIfDue(now: now)
+    } else if !syncInFlight && syncIsDue(now: now) {
+      syncAfterWrite = true
     }
-    if forceSync && options.sync != .none { sync = true }
-    guard !buffer.isEmpty || sync else {
-      if options.sync == .batch && writtenSeq > durableSeq {
-        syncTimer?.schedule(at: lastSync + options.syncInterval)
-      }
-      return
-    }
-    forceSync = false
+    if writing { write(now: now) }
+  }
+
+  /// Whether the write under way ends in an fsync of everything written up to it.
+  private var syncAfterWrite = false
+
+  /// Whether an fsync should start: under Sync=batch at the interval (from the start of the
+  /// last one), at once when someone waits (`whenDurable`, acknowledgements); under
+  /// Sync=always only to retry a failed one (each write job syncs itself).
+  private func syncIsDue(now: MonotonicInstant) -> Bool {
+    guard options.sync != .none, !syncRetryPending else { return false }
+    guard options.sync == .batch else { return writtenSeq > durableSeq }
+    return !drainWaiters.isEmpty || acknowledgementsWaiting()
+      || now >= lastSync + options.syncInterval
+  }
+
+  private func write(now: MonotonicInstant) {
+    // Sync=always syncs in the write job itself: a chunk is durable before the next is written.
+    let sync = options.sync == .always
     let chunk = HandedBytes(buffer)
     let chunkBytes = buffer.count
     let lines = bufferLines
@@ -261,67 +265,118 @@ public final class MessageStore {
     buffer = spare?.take(reserving: reserve) ?? []
     bufferLines = []
     bufferLines.reserveCapacity(lines.count)
-    let chunkSeq = bufferLastSeq
-    let firstSeq = chunkSeq &- UInt64(lines.count) &+ 1
-    let target = chunkBytes == 0 ? writtenSeq : chunkSeq
+    let target = bufferLastSeq
+    let firstSeq = target &- UInt64(lines.count) &+ 1
     inFlight = true
     inFlightBytes = chunkBytes
     let log = self.log
-    let shouldSync = sync
     disk.submit(
-      { log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: shouldSync) },
+      { log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: sync) },
       completion: { [weak self] outcome in
-        self?.finished(
-          outcome, chunk: chunk, lines: lines, target: target, synced: shouldSync, startedAt: now)
+        self?.finished(outcome, chunk: chunk, lines: lines, target: target, startedAt: now)
+      })
+  }
+
+  /// Starts an fsync of what is written and not yet durable, if none runs and one is due;
+  /// otherwise arms the timer for the interval's end.
+  private func syncIfDue(now: MonotonicInstant) {
+    guard !syncInFlight, writtenSeq > durableSeq, let file = syncFile else { return }
+    guard syncIsDue(now: now) else {
+      if options.sync == .batch && !syncRetryPending {
+        syncTimer?.schedule(at: lastSync + options.syncInterval)
+      }
+      return
+    }
+    syncInFlight = true
+    let target = writtenSeq
+    syncer.submit(
+      { RotatingLog.sync(file) },
+      completion: { [weak self] result in
+        self?.synced(result, target: target, startedAt: now)
       })
   }
 
   private func finished(
     _ outcome: RotatingLog.Outcome, chunk: HandedBytes, lines: [StoreLineInfo], target: UInt64,
-    synced: Bool, startedAt: MonotonicInstant
+    startedAt: MonotonicInstant
   ) {
     inFlight = false
     inFlightBytes = 0
     defer { onWritten?() }
     statistics.record(outcome, bytes: chunk.bytes.count, records: lines.count)
     switch outcome {
-    case .written:
-      spare?.keep(chunk)
-      writtenSeq = target
-      if synced {
-        lastSync = startedAt
-      }
-      if synced || options.sync == .none {
-        durableSeq = writtenSeq
-        onDurable?(durableSeq)
-      }
-      if failure != nil {
-        failure = nil
-        onHealthChange?(nil)
-      }
+    case .written(_, let file, let syncTime):
+      wrote(chunk, into: file, through: target)
+      if syncTime != nil || options.sync == .none { madeDurable(through: target) }
+      if syncTime != nil { lastSync = startedAt }
+    case .unsynced(_, let file, let error):
+      // The lines are in the file: they are synced again, never appended again.
+      wrote(chunk, into: file, through: target)
+      syncFailed(error)
     case .failed(let error):
       // Keep the records, in order, and try again shortly; the file holds no partial line.
       buffer = chunk.take() + buffer
       bufferLines = lines + bufferLines
-      let first = failure == nil
-      failure = error
-      if first { onHealthChange?(error) }
+      writeError = error
+      updateHealth()
       retryPending = true
       retryTimer?.schedule(after: 1_000_000)
       return
     }
-    if !drainWaiters.isEmpty && durableSeq >= lastSeq {
-      let waiters = drainWaiters
-      drainWaiters = []
-      for waiter in waiters { waiter() }
+    flush()
+  }
+
+  private func wrote(_ chunk: HandedBytes, into file: AppendFile, through target: UInt64) {
+    spare?.keep(chunk)
+    writtenSeq = target
+    syncFile = file
+    writeError = nil
+    updateHealth()
+  }
+
+  private func synced(
+    _ result: Result<Duration, SystemError>, target: UInt64, startedAt: MonotonicInstant
+  ) {
+    syncInFlight = false
+    statistics.recordSync(result)
+    switch result {
+    case .success:
+      lastSync = startedAt
+      syncError = nil
+      updateHealth()
+      madeDurable(through: target)
+    case .failure(let error):
+      syncFailed(error)
     }
-    if !buffer.isEmpty || !drainWaiters.isEmpty
-      || (writtenSeq > durableSeq && options.sync == .batch && acknowledgementsWaiting())
-    {
-      if !drainWaiters.isEmpty { forceSync = true }
-      flush()
-    } else if options.sync == .batch && writtenSeq > durableSeq {
-      syncTimer?.schedule(at: lastSync + options.syncInterval)
+    flush()
+  }
+
+  private func syncFailed(_ error: SystemError) {
+    syncError = error
+    updateHealth()
+    syncRetryPending = true
+    retryTimer?.schedule(after: 1_000_000)
+  }
+
+  private func madeDurable(through target: UInt64) {
+    guard target > durableSeq else { return }
+    durableSeq = target
+    onDurable?(durableSeq)
+    guard !drainWaiters.isEmpty, durableSeq >= lastSeq else { return }
+    let waiters = drainWaiters
+    drainWaiters = []
+    for waiter in waiters { waiter() }
+  }
+
+  /// `failure` is the write error, else the fsync error; `onHealthChange` hears when it
+  /// starts (the error) and when it ends (nil).
+  private func updateHealth() {
+    let now = writeError ?? syncError
+    guard (now == nil) != (failure == nil) else {
+      failure = now
+      return
     }
+    failure = now
+    onHealthChange?(now)
   }
 }

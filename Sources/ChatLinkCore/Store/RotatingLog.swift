@@ -18,8 +18,12 @@ final class RotatingLog: @unchecked Sendable {
 
   /// What one write job did.
   enum Outcome: Sendable {
-    /// The chunk is in the file; `syncTime` is how long the fsync took, when there was one.
-    case written(rotated: Bool, syncTime: Duration?)
+    /// The chunk is in `file` (the live file after the job); `syncTime` is how long the fsync
+    /// took, when there was one.
+    case written(rotated: Bool, file: AppendFile, syncTime: Duration?)
+    /// The chunk is in `file`, but the fsync asked for failed: the lines are there, not durable.
+    case unsynced(rotated: Bool, file: AppendFile, SystemError)
+    /// Nothing was appended.
     case failed(SystemError)
   }
 
@@ -43,15 +47,17 @@ final class RotatingLog: @unchecked Sendable {
   ///
   /// `.failed` always means the chunk is not in the file, so the caller can keep it and try
   /// again: the rotation comes first, and a rotation that fails (no inode left for the new
-  /// file) fails the write before anything is appended.
+  /// file) fails the write before anything is appended. A failed fsync after the append is
+  /// `.unsynced`: the lines must not be appended again, only synced.
   ///
   /// - Parameters:
   ///   - lines: what the room index needs of each line in `chunk`, whose seqs run from
   ///     `firstSeq`.
   func write(_ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool) -> Outcome {
+    let rotated: Bool
     do {
       if directoryUnsynced { try syncDirectory() }
-      let rotated = current.size >= maxFileSize
+      rotated = current.size >= maxFileSize
       if rotated { try rotate() }
       if !chunk.isEmpty {
         index.prepare(file: current, chunk: chunk)
@@ -59,17 +65,27 @@ final class RotatingLog: @unchecked Sendable {
         try current.append(chunk)
         index.appended(lines, firstSeq: firstSeq, at: offset)
       }
-      var syncTime: Duration?
-      if sync {
-        let clock = ContinuousClock()
-        let start = clock.now
-        try current.sync()
-        syncTime = clock.now - start
-      }
-      return .written(rotated: rotated, syncTime: syncTime)
     } catch {
       return .failed(error)
     }
+    guard sync else { return .written(rotated: rotated, file: current, syncTime: nil) }
+    switch Self.sync(current) {
+    case .success(let time): return .written(rotated: rotated, file: current, syncTime: time)
+    case .failure(let error): return .unsynced(rotated: rotated, file: current, error)
+    }
+  }
+
+  /// fdatasync of `file`, timed. Safe on the store's sync worker while the disk thread appends
+  /// to the same file (`AppendFile.sync()`).
+  static func sync(_ file: AppendFile) -> Result<Duration, SystemError> {
+    let clock = ContinuousClock()
+    let start = clock.now
+    do {
+      try file.sync()
+    } catch {
+      return .failure(error)
+    }
+    return .success(clock.now - start)
   }
 
   private func rotate() throws(SystemError) {
@@ -91,7 +107,8 @@ final class RotatingLog: @unchecked Sendable {
     }
     if maxFiles == 1 { unlink(path(generation: 1)) }
     guard rename(temporary, path) == 0 else { throw .last("rename \(temporary)") }
-    current.close()
+    // Not closed here: the sync worker may be syncing it right now. Its descriptor closes when
+    // the last reference goes (this one, or that sync job's).
     current = fresh
     index.removeStale(storePaths: (0..<maxFiles).map(path(generation:)))
     // Until the directory is synced, a power cut undoes the renames: the new live file and

@@ -62,6 +62,10 @@ extension FileSystem {
     /// How many of the next directory syncs fail with EIO (debug builds only, for tests).
     public static let failingDirectorySyncs = TestFailureCount()
 
+    /// How many of the next fdatasyncs of store and outbox files fail with EIO (debug builds
+    /// only, for tests).
+    public static let failingDataSyncs = TestFailureCount()
+
     /// Read once: the switch is for a whole run of the daemon.
     static let skippedDirectorySyncs = skippedDirectorySyncs(
       environment("CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC"))
