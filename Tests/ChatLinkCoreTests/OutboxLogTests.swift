@@ -82,4 +82,20 @@ final class OutboxLogTests: XCTestCase {
     XCTAssertEqual(missing.corruptLines, 2)
     XCTAssertEqual(missing.nextCount, 1)
   }
+
+  /// One `ack` with `through` confirms every entry added before it up to that count (what a
+  /// pong confirms); entries added after it stay, and an `ack` with neither field is corrupt.
+  func testAnAckThroughACountRemovesEveryEarlierEntryUpToIt() {
+    let through = #"{"op":"ack","through":3}"# + "\n"
+    let log = replay(
+      add("a", count: 1), add("b", count: 2), add("c", count: 3), add("d", count: 4), through,
+      add("e", count: 5))
+    XCTAssertEqual(log.pending.map(\.id), ["d", "e"])
+    XCTAssertEqual(log.nextCount, 6)
+    XCTAssertEqual(log.corruptLines, 0)
+    let broken = replay(
+      add("a", count: 1), #"{"op":"ack"}"# + "\n", #"{"op":"ack","through":"x"}"# + "\n")
+    XCTAssertEqual(broken.pending.map(\.id), ["a"])
+    XCTAssertEqual(broken.corruptLines, 2)
+  }
 }

@@ -305,6 +305,10 @@ final class OutboxTests: XCTestCase {
     var idle = false
     outbox?.whenIdle { idle = true }
     try spin(loop) { idle }
+    // One ack line a burst, not one a message.
+    let acks = dir.lines(Outbox.fileName).filter { $0.hasPrefix(#"{"op":"ack""#) }
+    XCTAssertEqual(acks.filter { $0.contains(#""through":"#) }.count, 25)
+    XCTAssertEqual(acks.count, 25 + 2)
     outbox = nil
     let reopened = try open(max: 10_000)
     XCTAssertEqual(reopened.pending.map(\.id), expected + [next.id])

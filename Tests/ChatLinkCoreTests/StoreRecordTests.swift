@@ -47,6 +47,18 @@ final class StoreRecordTests: XCTestCase {
           StoreRecord(seq: 9, time: time, direction: .inbound, room: room, payload: .text(payload))
             .appendLine(to: &out, scan: scan, formatter: &formatter)
           XCTAssertEqual(String(decoding: out, as: UTF8.self), "earlier\n" + expected)
+          // An outbound record with its client id: plain, and one that needs an escape.
+          for (id, quoted) in [("0a1b-c.d:e_F", "0a1b-c.d:e_F"), (#"a"b"#, #"a\"b"#)] {
+            var out = Array("earlier\n".utf8)
+            StoreRecord(
+              seq: 9, time: time, direction: .outbound, room: room, clientID: id,
+              payload: .text(payload)
+            ).appendLine(to: &out, scan: scan, formatter: &formatter)
+            let withID = expected.replacingOccurrences(of: #""dir":"in""#, with: #""dir":"out""#)
+              .replacingOccurrences(
+                of: #","type":"json","data":"#, with: #","type":"json","id":"\#(quoted)","data":"#)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), "earlier\n" + withID)
+          }
         }
       }
     }

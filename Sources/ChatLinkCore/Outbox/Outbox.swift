@@ -193,7 +193,11 @@ public final class Outbox {
   public func confirm(through count: UInt64) -> [OutboxEntry] {
     let confirmed = entries.removeFirst(while: { $0.count <= count })
     guard !confirmed.isEmpty else { return [] }
-    for entry in confirmed { appendAckLine(entry.id) }
+    // One line for the lot: replayed, it removes every entry up to that count, and entries
+    // not yet durable (so not yet sent) all have higher counts.
+    batch.append(#"{"op":"ack","through":"# as StaticString)
+    batch.appendDecimal(count)
+    batch.append("}\n" as StaticString)
     scheduleFlush()
     return confirmed
   }

@@ -1,7 +1,8 @@
 /// What the outbox log (`outbox.jsonl`) holds, replayed from its bytes at start-up.
 ///
 /// The log is JSON lines: `add` (an accepted message with its count), `ack` (a confirmed one,
-/// by client id) and `counter` (written first by a compaction, so counts stay monotonic after
+/// by client id; or, with `through`, every entry up to that count, as one pong confirms a whole
+/// burst) and `counter` (written first by a compaction, so counts stay monotonic after
 /// every acknowledged `add` is gone). Replaying reads nothing but the bytes it is given, so
 /// torn and corrupt logs can be tested without a disk; the outbox does the file's part.
 struct OutboxLog {
@@ -21,7 +22,7 @@ struct OutboxLog {
 
   /// The fields a line may have, in the order the scanner reports them.
   private enum Key: Int, CaseIterable {
-    case op, id, room, count, time, text
+    case op, id, room, count, time, text, through
   }
   private static let keys = Key.allCases.map { Array("\($0)".utf8) }
 
@@ -57,7 +58,15 @@ struct OutboxLog {
         id: id, room: fields.room(.room), text: text, count: count, created: created)
       maxCount = max(maxCount, count)
     case "ack":
-      if let id = fields.string(.id) { byID[id] = nil }
+      if let id = fields.string(.id) {
+        byID[id] = nil
+      } else if let through = fields.number(.through) {
+        // Every entry added before this line with a count up to `through`: later adds all
+        // have higher counts.
+        byID = byID.filter { $0.value.count > through }
+      } else {
+        corruptLines += 1
+      }
     case "counter":
       // The count the next entry gets; a line without one, or with 0, says nothing.
       guard let next = fields.number(.count) else {

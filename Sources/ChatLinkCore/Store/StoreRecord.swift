@@ -121,15 +121,26 @@ public struct StoreRecord: Sendable, Hashable {
         } else {
           scan
         }
-      let lineBytes = prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
-      if case .json(hasLineBreaks: false) = known, clientID == nil, meta == nil,
-        lineBytes <= inlineLineLimit
+      // A client id (an outbound record's) rides along when it needs no escapes, as ids do.
+      var id = clientID ?? ""
+      let lineBytes =
+        prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
+        + (clientID == nil ? 0 : idKey.utf8CodeUnitCount + id.utf8.count + 2)
+      if case .json(hasLineBreaks: false) = known, meta == nil, lineBytes <= inlineLineLimit,
+        clientID == nil || id.withUTF8(JSONString.isPlain)
       {
-        // The usual inbound record: the whole line in one append, the payload copied twice
-        // (into the stack, then into `out`), which costs less than three more appends.
+        // The usual record: the whole line in one append, the payload copied twice (into the
+        // stack, then into `out`), which costs less than three more appends.
         out.append(maxCount: lineBytes) { line in
           writePrefix(&line)
-          line.write(typeJSONData)
+          if clientID != nil {
+            line.write(typeJSON)
+            line.write(idKey)
+            id.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+            line.write(dataKey)
+          } else {
+            line.write(typeJSONData)
+          }
           line.write(raw)
           line.write(lineEnd)
         }
