@@ -62,6 +62,33 @@ final class MessageStoreSyncTests: XCTestCase {
     XCTAssertEqual(seqs(), [1, 2])
   }
 
+  /// When the input pauses with at least a chunk written and not synced (the end of a burst),
+  /// the fsync starts at once; a smaller remainder waits for the interval, so a trickle of
+  /// records still shares one fsync per interval.
+  func testTheEndOfABurstIsSyncedAtOnceAndATrickleAtTheInterval() throws {
+    let store = try open(.batch, interval: .milliseconds(400))
+    var durable: UInt64 = 0
+    store.onDurable = { durable = $0 }
+    append(store, "first")
+    try spin(loop) { durable == 1 }
+    // A trickle: one small record, nothing else; not synced before the interval.
+    var start = loop.now
+    append(store, "small")
+    try spin(loop) { store.writtenSeq == 2 }
+    while loop.now - start < 200_000 { try loop.runOnce(timeout: 20_000) }
+    XCTAssertEqual(durable, 1, "a small remainder was synced before the interval")
+    try spin(loop) { durable == 2 }
+    // A burst of more than a chunk, then a pause: synced long before the 400 ms interval.
+    let record = String(repeating: "b", count: 1000)
+    let chunkRecords = MessageStore.chunkSize / 1000 + 10
+    start = loop.now
+    for _ in 0..<chunkRecords { append(store, record) }
+    let last = UInt64(2 + chunkRecords)
+    try spin(loop) { durable == last }
+    XCTAssertLessThan(loop.now - start, 300_000, "a burst waited for the interval")
+    XCTAssertEqual(seqs(), Array(1...last))
+  }
+
   /// While an fsync runs, the disk worker goes on writing: records reach the file (not yet
   /// durable) and the producer is not paused, however long the fsync takes.
   func testWritesGoOnWhileAnFsyncRuns() throws {

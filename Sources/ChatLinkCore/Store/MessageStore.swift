@@ -245,14 +245,22 @@ public final class MessageStore {
   private var syncAfterWrite = false
 
   /// Whether an fsync should start: under Sync=batch at the interval (from the start of the
-  /// last one), at once when someone waits (`whenDurable`, acknowledgements); under
-  /// Sync=always only to retry a failed one (each write job syncs itself).
+  /// last one), at once when someone waits (`whenDurable`, acknowledgements), and at once when
+  /// the input pauses (everything received is written) with at least a chunk unsynced: the end
+  /// of a burst need not wait out the interval, while a trickle of records still shares one
+  /// fsync per interval. Under Sync=always only to retry a failed one (each write job syncs
+  /// itself).
   private func syncIsDue(now: MonotonicInstant) -> Bool {
     guard options.sync != .none, !syncRetryPending else { return false }
     guard options.sync == .batch else { return writtenSeq > durableSeq }
     return !drainWaiters.isEmpty || acknowledgementsWaiting()
       || now >= lastSync + options.syncInterval
+      || (buffer.isEmpty && writtenBytes - bytesAtSyncStart >= Self.chunkSize)
   }
+
+  /// Bytes written since start, and how many of them the last fsync started covers.
+  private var writtenBytes = 0
+  private var bytesAtSyncStart = 0
 
   private func write(now: MonotonicInstant) {
     // Sync=always syncs in the write job itself: a chunk is durable before the next is written.
@@ -289,6 +297,7 @@ public final class MessageStore {
     }
     syncInFlight = true
     let target = writtenSeq
+    bytesAtSyncStart = writtenBytes
     syncer.submit(
       { RotatingLog.sync(file) },
       completion: { [weak self] result in
@@ -327,6 +336,7 @@ public final class MessageStore {
   }
 
   private func wrote(_ chunk: HandedBytes, into file: AppendFile, through target: UInt64) {
+    writtenBytes += chunk.bytes.count
     spare?.keep(chunk)
     writtenSeq = target
     syncFile = file
