@@ -198,6 +198,50 @@ final class MessageStoreSyncTests: XCTestCase {
     XCTAssertEqual(all, Array(1...400))
   }
 
+  /// Under Sync=batch a full file rotates once an fsync has caught up with it, so that the
+  /// rotation's own fsync (which the writes wait for) has little left to do; while that fsync
+  /// is slow the file takes more lines, up to an eighth over MaxFileSize, then rotates anyway.
+  func testAFullFileRotatesOnceAnFsyncHasCaughtUpOrAnEighthOverItsSize() throws {
+    let max = 1 << 20
+    let store = try MessageStore(
+      loop: loop, disk: disk, syncer: syncer,
+      options: MessageStore.Options(
+        directory: dir.path, sync: .batch, syncInterval: .seconds(5), maxFileSize: max))
+    var durable: UInt64 = 0
+    store.onDurable = { durable = $0 }
+    let record = String(repeating: "x", count: 1000)
+    var count: UInt64 = 0
+    func writeSome() throws {
+      for _ in 0..<50 { append(store, record) }
+      count += 50
+      try spin(loop) { store.writtenSeq == count }
+    }
+    func names() -> [String] { FileManager.default.storeFileNames(atPath: dir.path) }
+    // The fsyncs are held: the file grows past MaxFileSize without rotating.
+    var gate = DispatchSemaphore(value: 0)
+    syncer.submit({ [gate] in gate.wait() }, completion: { _ in })
+    while (FileSystem.size(store.path) ?? 0) < max + 60_000 && count < 5_000 { try writeSome() }
+    XCTAssertEqual(names(), ["messages.jsonl"])
+    // Released: the fsyncs catch up, and the next write rotates.
+    gate.signal()
+    try spin(loop) { durable == count }
+    try writeSome()
+    XCTAssertEqual(names(), ["messages.jsonl", "messages.jsonl.1"])
+    XCTAssertGreaterThanOrEqual(FileSystem.size(store.path + ".1") ?? 0, max + 60_000)
+    // Held again: the new file rotates an eighth over its size all the same.
+    gate = DispatchSemaphore(value: 0)
+    syncer.submit({ [gate] in gate.wait() }, completion: { _ in })
+    while names().count == 2 && count < 5_000 { try writeSome() }
+    let full = FileSystem.size(store.path + ".1") ?? 0
+    XCTAssertGreaterThanOrEqual(full, max + max / 8)
+    XCTAssertLessThan(full, max + max / 8 + 60_000)
+    gate.signal()
+    try spin(loop) { durable == count }
+    let all = ["messages.jsonl.2", "messages.jsonl.1", "messages.jsonl"].flatMap { dir.lines($0) }
+      .compactMap { line in Array(line.utf8).withUnsafeBytes { StoreRecord.seq(ofLine: $0) } }
+    XCTAssertEqual(all, Array(1...count))
+  }
+
   private func generation(_ name: String) -> Int {
     name == MessageStore.fileName ? 0 : Int(name.split(separator: ".").last ?? "") ?? 0
   }

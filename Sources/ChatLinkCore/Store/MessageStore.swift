@@ -12,14 +12,6 @@ import WebSocket
 /// in the file; the records wait in memory and are retried until the disk takes them. A failed
 /// fsync is retried as an fsync: the lines are in the file once.
 public final class MessageStore {
-  /// What recovery found at start.
-  public struct Recovery: Sendable, Hashable {
-    /// The last seq on disk (0 for an empty store).
-    public var lastSeq: UInt64
-    /// Bytes of a torn last line that were cut off.
-    public var tornBytes: Int
-  }
-
   /// The file name of the live store file.
   public static let fileName = "messages.jsonl"
 
@@ -96,25 +88,7 @@ public final class MessageStore {
     log = try RotatingLog(
       directory: options.directory, name: Self.fileName, maxFileSize: options.maxFileSize,
       maxFiles: options.maxFiles)
-    let isOurs: (UnsafeRawBufferPointer) -> Bool = { StoreRecord.seq(ofLine: $0) != nil }
-    let tail = try TailReader.lastLines(of: log.current, wanted: 1, where: isOurs)
-    var torn = 0
-    if tail.completeLength < log.current.size {
-      torn = log.current.size - tail.completeLength
-      try log.current.truncate(to: tail.completeLength)
-      try log.current.sync()
-    }
-    var last = tail.lines.last.flatMap { $0.withUnsafeBytes(StoreRecord.seq(ofLine:)) }
-    var generation = 1
-    while last == nil && generation < options.maxFiles {
-      let older = log.path(generation: generation)
-      if FileSystem.exists(older), let file = try? AppendFile(path: older) {
-        let lines = try TailReader.lastLines(of: file, wanted: 1, where: isOurs).lines
-        last = lines.last.flatMap { $0.withUnsafeBytes(StoreRecord.seq(ofLine:)) }
-      }
-      generation += 1
-    }
-    recovery = Recovery(lastSeq: last ?? 0, tornBytes: torn)
+    recovery = try Self.recover(log, maxFiles: options.maxFiles)
     lastSeq = recovery.lastSeq
     writtenSeq = lastSeq
     durableSeq = lastSeq
@@ -256,6 +230,18 @@ public final class MessageStore {
     return !drainWaiters.isEmpty || acknowledgementsWaiting()
       || now >= lastSync + options.syncInterval
       || (buffer.isEmpty && writtenBytes - bytesAtSyncStart >= Self.chunkSize)
+      || rotationWaits
+  }
+
+  /// The live file's size after the last write, and how much of it the last fsync covered.
+  private var liveSize = 0
+  private var syncedSize = 0
+  /// Whether the live file is full but its rotation waits for an fsync to catch up: under
+  /// Sync=batch the rotation's own fsync (on the disk thread, which writes wait for) would
+  /// otherwise sync up to an interval's worth of lines.
+  private var rotationWaits: Bool {
+    options.sync == .batch && liveSize >= options.maxFileSize
+      && liveSize - syncedSize > Self.chunkSize
   }
 
   /// Bytes written since start, and how many of them the last fsync started covers.
@@ -278,8 +264,11 @@ public final class MessageStore {
     inFlight = true
     inFlightBytes = chunkBytes
     let log = self.log
+    let mayRotate = !rotationWaits
     disk.submit(
-      { log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: sync) },
+      {
+        log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: sync, mayRotate: mayRotate)
+      },
       completion: { [weak self] outcome in
         self?.finished(outcome, chunk: chunk, lines: lines, target: target, startedAt: now)
       })
@@ -297,10 +286,12 @@ public final class MessageStore {
     }
     syncInFlight = true
     let target = writtenSeq
+    let size = liveSize
     bytesAtSyncStart = writtenBytes
     syncer.submit(
       { RotatingLog.sync(file) },
       completion: { [weak self] result in
+        if case .success = result, file === self?.syncFile { self?.syncedSize = size }
         self?.synced(result, target: target, startedAt: now)
       })
   }
@@ -314,13 +305,13 @@ public final class MessageStore {
     defer { onWritten?() }
     statistics.record(outcome, bytes: chunk.bytes.count, records: lines.count)
     switch outcome {
-    case .written(_, let file, let syncTime):
-      wrote(chunk, into: file, through: target)
+    case .written(let written, let syncTime):
+      wrote(chunk, into: written, through: target)
       if syncTime != nil || options.sync == .none { madeDurable(through: target) }
       if syncTime != nil { lastSync = startedAt }
-    case .unsynced(_, let file, let error):
+    case .unsynced(let written, let error):
       // The lines are in the file: they are synced again, never appended again.
-      wrote(chunk, into: file, through: target)
+      wrote(chunk, into: written, through: target)
       syncFailed(error)
     case .failed(let error):
       // Keep the records, in order, and try again shortly; the file holds no partial line.
@@ -335,11 +326,15 @@ public final class MessageStore {
     flush()
   }
 
-  private func wrote(_ chunk: HandedBytes, into file: AppendFile, through target: UInt64) {
+  private func wrote(
+    _ chunk: HandedBytes, into written: RotatingLog.Written, through target: UInt64
+  ) {
     writtenBytes += chunk.bytes.count
     spare?.keep(chunk)
     writtenSeq = target
-    syncFile = file
+    if written.file !== syncFile { syncedSize = 0 }
+    syncFile = written.file
+    liveSize = written.size
     writeError = nil
     updateHealth()
   }

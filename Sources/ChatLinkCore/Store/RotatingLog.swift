@@ -18,13 +18,22 @@ final class RotatingLog: @unchecked Sendable {
 
   /// What one write job did.
   enum Outcome: Sendable {
-    /// The chunk is in `file` (the live file after the job); `syncTime` is how long the fsync
-    /// took, when there was one.
-    case written(rotated: Bool, file: AppendFile, syncTime: Duration?)
-    /// The chunk is in `file`, but the fsync asked for failed: the lines are there, not durable.
-    case unsynced(rotated: Bool, file: AppendFile, SystemError)
+    /// The chunk is in the live file; `syncTime` is how long the fsync took, when there was one.
+    case written(Written, syncTime: Duration?)
+    /// The chunk is in the live file, but the fsync asked for failed: the lines are there, not
+    /// durable.
+    case unsynced(Written, SystemError)
     /// Nothing was appended.
     case failed(SystemError)
+  }
+
+  /// Where a write job's chunk went.
+  struct Written: Sendable {
+    /// Whether the job rotated first.
+    var rotated: Bool
+    /// The live file after the job, and its size.
+    var file: AppendFile
+    var size: Int
   }
 
   init(directory: String, name: String, maxFileSize: Int, maxFiles: Int) throws(SystemError) {
@@ -45,6 +54,10 @@ final class RotatingLog: @unchecked Sendable {
 
   /// Rotates when the file is full, then appends a chunk of whole lines and syncs if asked.
   ///
+  /// With `mayRotate` false a full file takes more lines, up to an eighth over its size: the
+  /// store holds the rotation back while an fsync of the file catches up, so that the
+  /// rotation's own fsync, which the writes wait for, finds little left to do.
+  ///
   /// `.failed` always means the chunk is not in the file, so the caller can keep it and try
   /// again: the rotation comes first, and a rotation that fails (no inode left for the new
   /// file) fails the write before anything is appended. A failed fsync after the append is
@@ -53,11 +66,14 @@ final class RotatingLog: @unchecked Sendable {
   /// - Parameters:
   ///   - lines: what the room index needs of each line in `chunk`, whose seqs run from
   ///     `firstSeq`.
-  func write(_ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool) -> Outcome {
+  func write(
+    _ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool, mayRotate: Bool = true
+  ) -> Outcome {
     let rotated: Bool
     do {
       if directoryUnsynced { try syncDirectory() }
-      rotated = current.size >= maxFileSize
+      rotated =
+        current.size >= maxFileSize && (mayRotate || current.size >= maxFileSize + maxFileSize / 8)
       if rotated { try rotate() }
       if !chunk.isEmpty {
         index.prepare(file: current, chunk: chunk)
@@ -68,10 +84,11 @@ final class RotatingLog: @unchecked Sendable {
     } catch {
       return .failed(error)
     }
-    guard sync else { return .written(rotated: rotated, file: current, syncTime: nil) }
+    let written = Written(rotated: rotated, file: current, size: current.size)
+    guard sync else { return .written(written, syncTime: nil) }
     switch Self.sync(current) {
-    case .success(let time): return .written(rotated: rotated, file: current, syncTime: time)
-    case .failure(let error): return .unsynced(rotated: rotated, file: current, error)
+    case .success(let time): return .written(written, syncTime: time)
+    case .failure(let error): return .unsynced(written, error)
     }
   }
 

@@ -23,15 +23,15 @@ public struct StoreStatistics: Sendable, Hashable {
   /// Counts one disk job's outcome: a chunk of `bytes` holding `records` lines.
   mutating func record(_ outcome: RotatingLog.Outcome, bytes: Int, records: Int) {
     switch outcome {
-    case .written(let rotated, _, let syncTime):
+    case .written(let written, let syncTime):
       bytesWritten += bytes
       recordsWritten += records
-      if rotated { rotations += 1 }
+      if written.rotated { rotations += 1 }
       if let syncTime { syncDurations.observe(syncTime) }
-    case .unsynced(let rotated, _, _):
+    case .unsynced(let written, _):
       bytesWritten += bytes
       recordsWritten += records
-      if rotated { rotations += 1 }
+      if written.rotated { rotations += 1 }
       writeErrors += 1
     case .failed:
       writeErrors += 1
