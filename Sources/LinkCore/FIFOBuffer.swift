@@ -38,6 +38,18 @@ public struct FIFOBuffer<Element> {
     return taken
   }
 
+  /// Removes the oldest elements while `predicate` holds for them; returns how many (for a
+  /// caller that does not need them: nothing is copied).
+  @inlinable public mutating func dropFirst(while predicate: (Element) -> Bool) -> Int {
+    var end = head
+    while end < storage.count && predicate(storage[end]) { end += 1 }
+    let dropped = end - head
+    guard dropped > 0 else { return 0 }
+    head = end
+    compact()
+    return dropped
+  }
+
   /// Removes the element at `index` (an index of `elements`).
   @inlinable @discardableResult public mutating func remove(at index: Int) -> Element {
     let element = storage[index]

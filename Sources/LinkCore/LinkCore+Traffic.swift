@@ -216,8 +216,8 @@ extension LinkCore {
   ) {
     guard connection == .ready, !stopping else { return }
     var index = ledger.firstUnsent(in: pending)
+    var run = OutboxRun(start: index)
     var buffered = buffered
-    var wrote = false
     while index < pending.endIndex {
       if let limit = backend.maxInFlight, ledger.unconfirmedCount >= limit {
         // The backend allows no more unconfirmed messages: the next confirmation resumes.
@@ -226,34 +226,69 @@ extension LinkCore {
       }
       if buffered > settings.sendBufferLimit {
         // Let the socket drain before queuing more; come back shortly.
+        run.end(pending, at: index, &actions)
         actions.append(.arm(.sendRetry, after: settings.sendRetryDelay))
-        break
+        return finishOutbox(run, now: now, &actions)
       }
       let entry = pending[index]
       if let reason = backend.refusal(of: entry) {
+        // The run so far goes out before the failure is reported, so actions stay in order.
+        run.end(pending, at: index, &actions)
         ledger.skip(entry)
         fail(entry, reason, &actions)
         index += 1
+        run.start = index
         continue
       }
-      let frame = backend.encode(entry)
-      if let limit = backend.maxFrameSize, frame.bytes.count > limit {
+      let encoded = backend.encode(entry)
+      if let limit = backend.maxFrameSize, encoded.bytes.count > limit {
         // Sent, it would end the connection; unsent, it would hold up the rest.
+        run.end(pending, at: index, &actions)
         ledger.skip(entry)
         let reason =
-          "the message is \(frame.bytes.count) bytes, over the backend's limit of \(limit)"
+          "the message is \(encoded.bytes.count) bytes, over the backend's limit of \(limit)"
         fail(entry, reason, &actions)
         index += 1
+        run.start = index
         continue
       }
-      actions.append(.send(frame))
-      actions.append(.sent(entry))
-      ledger.recordSent(entry, frame: backend.storedForm(of: frame))
+      ledger.recordSent(entry, frame: backend.storedForm(of: encoded))
       counters.sent += 1
-      buffered += frame.bytes.count
-      wrote = true
+      buffered += encoded.bytes.count
+      if run.frames.isEmpty { run.frames.reserveCapacity(min(pending.endIndex - index, 4096)) }
+      run.frames.append(encoded)
+      run.wrote = true
       index += 1
     }
-    if wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
+    run.end(pending, at: index, &actions)
+    finishOutbox(run, now: now, &actions)
+  }
+
+  private mutating func finishOutbox(
+    _ run: OutboxRun, now: MonotonicInstant, _ actions: inout [LinkAction]
+  ) {
+    if run.wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
+  }
+}
+
+/// The frames of consecutive outbox entries, gathered into one `.sendOutbox` action.
+struct OutboxRun {
+  /// The index (in the pending entries) of the first entry of the run.
+  var start: Int
+  /// Their frames, in order.
+  var frames: [Message] = []
+  /// Whether any entry was written in this call.
+  var wrote = false
+
+  init(start: Int) { self.start = start }
+
+  /// Appends the run (entries `start..<end`) as one action, and starts an empty one.
+  mutating func end(
+    _ pending: ArraySlice<OutboxEntry>, at end: Int, _ actions: inout [LinkAction]
+  ) {
+    guard !frames.isEmpty else { return }
+    actions.append(.sendOutbox(frames, entries: pending[start..<end]))
+    frames = []
+    start = end
   }
 }

@@ -112,6 +112,9 @@ public enum LinkAction {
   case connect
   /// Send a message on the open connection.
   case send(Message)
+  /// Send outbox entries on the open connection: `frames[i]` carries `entries[i]`. One action
+  /// for a run of them, so a stream of sends costs one action, not two per message.
+  case sendOutbox([Message], entries: ArraySlice<OutboxEntry>)
   /// Send a ping with this payload.
   case sendPing([UInt8])
   /// Start the closing handshake; `.ended` follows.
@@ -142,8 +145,6 @@ public enum LinkAction {
   case resumeReading
   /// The state changed, with the reason.
   case stateChanged(ConnectionState, reason: String)
-  /// An entry was written to the socket.
-  case sent(OutboxEntry)
   /// An operator ping came back.
   case pingAnswered(id: UInt64, rtt: Duration)
   /// An operator ping failed.

@@ -108,7 +108,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   private var random: any RandomNumberGenerator
   private var connector: Connector?
   private var stream: SocketStream?
-  @exclusivity(unchecked) private var connection: ClientConnection?
+  @exclusivity(unchecked) private(set) var connection: ClientConnection?
   private var deadlineTimer: Timer?
   private var flushScheduled = false
   private var pendingDisconnect: Disconnect?
@@ -194,45 +194,6 @@ public final class WebSocketClient: ByteStreamDelegate {
       handshake: handshake, limits: configuration.limits, random: random)
     flush()
     delegate?.webSocket(self, didReach: .upgrading)
-  }
-
-  /// Sends a text message.
-  public func send(text: String) throws(ClientConnection.SendError) {
-    guard let connection else { throw .notOpen(.handshaking) }
-    try connection.send(text: text)
-    traffic?.messagesSent += 1
-    scheduleFlush()
-  }
-
-  /// Sends a text message from UTF-8 bytes.
-  public func send(text: UnsafeRawBufferPointer) throws(ClientConnection.SendError) {
-    guard let connection else { throw .notOpen(.handshaking) }
-    try connection.send(text: text)
-    traffic?.messagesSent += 1
-    scheduleFlush()
-  }
-
-  /// Takes back a received message the delegate is done with: its memory holds the next
-  /// small frames' payloads. Optional; a message still referenced elsewhere is never changed.
-  public func recycle(_ message: Message) {
-    switch message {
-    case .text(let bytes), .binary(let bytes): connection?.recycle(bytes)
-    }
-  }
-
-  /// Sends a message.
-  public func send(_ message: Message) throws(ClientConnection.SendError) {
-    guard let connection else { throw .notOpen(.handshaking) }
-    try connection.send(message)
-    traffic?.messagesSent += 1
-    scheduleFlush()
-  }
-
-  /// Sends a ping.
-  public func ping(_ payload: [UInt8] = []) throws(ClientConnection.SendError) {
-    guard let connection else { throw .notOpen(.handshaking) }
-    try connection.ping(payload)
-    scheduleFlush()
   }
 
   /// Starts the closing handshake; `didDisconnect` follows when it completes or times out.
@@ -369,7 +330,7 @@ public final class WebSocketClient: ByteStreamDelegate {
     }
   }
 
-  private func scheduleFlush() {
+  func scheduleFlush() {
     guard !flushScheduled else { return }
     flushScheduled = true
     // Sends made in one loop iteration leave in one write.

@@ -159,7 +159,7 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(
       text(try client.rawReply()),
       #"{"parameters":{"id":"a1","state":"queued","count":1},"continues":true}"#)
-    fixture.service.publishSent(entry("a1", room: "7", count: 1))
+    fixture.service.publishSent([entry("a1", room: "7", count: 1)])
     XCTAssertEqual(
       text(try client.rawReply()),
       #"{"parameters":{"id":"a1","state":"sent","count":1},"continues":true}"#)
@@ -266,8 +266,8 @@ final class ControlServiceTests: XCTestCase {
     guard case .status(_, let text) = try next() else { return XCTFail("no status first") }
     XCTAssertEqual(text, target.status.text)
     XCTAssertTrue(fixture.service.hasSubscribers)
-    fixture.service.publishSent(entry("b1", room: "ops", count: 1))
-    fixture.service.publishSent(entry("a1", room: "7", count: 2))
+    fixture.service.publishSent([entry("b1", room: "ops", count: 1)])
+    fixture.service.publishSent([entry("a1", room: "7", count: 2)])
     fixture.service.publishDisconnected(reason: "going away", code: 1001)
     guard case .sent(_, let id, let room) = try next() else { return XCTFail("no sent event") }
     XCTAssertEqual([id, room], ["a1", "7"])

@@ -20,6 +20,7 @@ struct HandshakingDialect: BackendProtocol {
     text("SEND \(entry.count) \(entry.text)")
   }
   mutating func heartbeat() -> Message? { text("PING") }
+  func refusal(of entry: OutboxEntry) -> String? { entry.text == "REFUSE" ? "not here" : nil }
 
   mutating func read(_ message: Message) -> ProtocolReading {
     let words = (message.text ?? "").split(separator: " ").map(String.init)
@@ -79,6 +80,26 @@ final class BackendProtocolSeamTests: XCTestCase {
       link.on(.message(text("ACK 2 9"))), [], "unknown or repeated acks confirm nothing")
     XCTAssertEqual(link.on(.message(text("ACK 1"))), ["confirmed id-1"])
     XCTAssertEqual(link.core.counters.confirmed, 2)
+  }
+
+  func testARunOfSendsIsOneActionAndARefusedEntrySplitsItInOrder() {
+    var link = Harness(rooms: [], backend: HandshakingDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    let entries = [entry(1, "a"), entry(2, "b"), entry(3, "REFUSE"), entry(4, "d")]
+    let actions = link.actions(.outbox(entries[...], buffered: 0))
+    let shape = actions.map { action -> String in
+      switch action {
+      case .sendOutbox(let frames, let sent):
+        "\(frames.compactMap(\.text)) for \(sent.map(\.count))"
+      case .failed(let entry, let reason): "failed \(entry.count): \(reason)"
+      default: Harness.line(action)
+      }
+    }
+    XCTAssertEqual(
+      shape,
+      [#"["SEND 1 a", "SEND 2 b"] for [1, 2]"#, "failed 3: not here", #"["SEND 4 d"] for [4]"#])
   }
 
   func testInboundRecordsCarryTheirAcknowledgementForWhenTheyAreDurable() {

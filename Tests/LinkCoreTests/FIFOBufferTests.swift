@@ -14,6 +14,19 @@ final class FIFOBufferTests: XCTestCase {
     XCTAssertTrue(buffer.isEmpty)
   }
 
+  func testDroppingFromTheFrontCountsWhatLeftAndKeepsTheRestAcrossCompaction() {
+    var buffer = FIFOBuffer<Int>()
+    buffer.append(contentsOf: 0..<3000)
+    XCTAssertEqual(buffer.dropFirst(while: { $0 < 0 }), 0)
+    XCTAssertEqual(buffer.dropFirst(while: { $0 < 1500 }), 1500)
+    XCTAssertEqual(buffer.elements.first, 1500)
+    XCTAssertEqual(buffer.count, 1500)
+    XCTAssertEqual(buffer.dropFirst(while: { $0 < 2999 }), 1499)
+    XCTAssertEqual(Array(buffer.elements), [2999])
+    XCTAssertEqual(buffer.dropFirst(while: { _ in true }), 1)
+    XCTAssertTrue(buffer.isEmpty)
+  }
+
   func testAnElementIsRemovedFromTheFrontOrTheMiddleByItsIndex() {
     var buffer = FIFOBuffer<String>()
     buffer.append(contentsOf: ["a", "b", "c", "d"])

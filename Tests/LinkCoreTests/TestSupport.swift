@@ -70,7 +70,7 @@ struct Harness {
   /// Handles `event` now; returns the actions as lines.
   @discardableResult
   mutating func on(_ event: LinkEvent) -> [String] {
-    actions(event).map(Self.line)
+    actions(event).flatMap(Self.lines)
   }
 
   /// Handles `event` now; returns the actions themselves.
@@ -88,6 +88,14 @@ struct Harness {
   mutating func open() -> [String] {
     on(.start)
     return on(.upgraded(handshake()))
+  }
+
+  /// The lines of one action: a run of outbox sends is a `send` and a `sent` line per entry.
+  static func lines(_ action: LinkAction) -> [String] {
+    guard case .sendOutbox(let frames, let entries) = action else { return [line(action)] }
+    return zip(frames, entries).flatMap { frame, entry in
+      [line(.send(frame)), "sent \(entry.id)"]
+    }
   }
 
   static func line(_ action: LinkAction) -> String {
@@ -109,7 +117,7 @@ struct Harness {
     case .pauseReading: "pause reading"
     case .resumeReading: "resume reading"
     case .stateChanged(let state, let reason): "state \(state) (\(reason))"
-    case .sent(let entry): "sent \(entry.id)"
+    case .sendOutbox(let frames, _): "send \(frames.count) outbox frames"
     case .pingAnswered(let id, let rtt): "ping \(id) answered in \(rtt.secondsText)"
     case .pingFailed(let id, let error): "ping \(id) failed: \(error)"
     case .report(let report): "report \(report)"

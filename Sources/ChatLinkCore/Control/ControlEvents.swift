@@ -26,15 +26,20 @@ extension ControlService {
     publish(.message(time: Self.now, record: stored, room: room?.name, name: name), room: room)
   }
 
-  /// An entry written to the backend.
-  public func publishSent(_ entry: OutboxEntry) {
-    if server.watchedSendCount > 0 { notifySend(entry, state: .sent) }
-    guard hasSubscribers else { return }
-    publish(.sent(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
+  /// Entries written to the backend, in order.
+  public func publishSent(_ entries: some Collection<OutboxEntry>) {
+    let watched = server.watchedSendCount > 0
+    let subscribed = hasSubscribers
+    guard watched || subscribed else { return }
+    for entry in entries {
+      if watched { notifySend(entry, state: .sent) }
+      guard subscribed else { continue }
+      publish(.sent(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
+    }
   }
 
   /// Entries the backend confirmed: a burst of them may come at once.
-  public func publishConfirmed(_ entries: [OutboxEntry]) {
+  public func publishConfirmed(_ entries: some Collection<OutboxEntry>) {
     let watched = server.watchedSendCount > 0
     let subscribed = hasSubscribers
     guard watched || subscribed else { return }

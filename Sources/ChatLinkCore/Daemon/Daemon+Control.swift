@@ -164,8 +164,10 @@ extension Daemon: ControlTarget {
           held.record, scan: held.scan, room: held.room, namedEvents: namedEvents)
       }
     }
-    link.onSent = { [unowned self] entry in self.service?.publishSent(entry) }
-    link.onConfirmed = { [unowned self] entries in self.service?.publishConfirmed(entries) }
+    link.onSent = { [unowned self] entries in self.service?.publishSent(entries) }
+    link.onConfirmed = { [unowned self] confirmed in
+      self.service?.publishConfirmed(confirmed.lazy.map(\.entry))
+    }
     link.onFailed = { [unowned self] entry, reason in
       self.service?.publishFailed(entry, reason: reason)
     }

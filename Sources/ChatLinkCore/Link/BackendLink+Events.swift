@@ -91,7 +91,7 @@ extension BackendLink {
   }
 
   /// Stores the "out" record of each confirmed entry, with the frame that went out.
-  func storeOutbound(_ confirmed: some Collection<DeliveryLedger.Sent>) {
+  func storeOutbound(_ confirmed: [DeliveryLedger.Sent]) {
     // Our own envelope is JSON on one line, so the store need not scan it. (Protocol=raw
     // frames are the user's text, which may not be JSON: those are scanned.)
     let scan: PayloadScan = ownFramesAreJSON ? .json(hasLineBreaks: false) : .unscanned
@@ -102,7 +102,7 @@ extension BackendLink {
         direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.id,
         payload: sent.frame, scan: scan, time: time)
     }
-    onConfirmed?(confirmed.map(\.entry))
+    onConfirmed?(confirmed)
   }
 
   /// Pauses reading while the store is behind (`MessageStore.isBehind`) and resumes once it

@@ -47,9 +47,9 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Called when the store's durable seq advances (after the acknowledgements it releases).
   public var onDurable: ((UInt64) -> Void)?
   /// Called when outbox entries are confirmed (after their "out" records are appended).
-  public var onConfirmed: (([OutboxEntry]) -> Void)?
+  public var onConfirmed: (([DeliveryLedger.Sent]) -> Void)?
   /// Called when an entry is written to the socket.
-  public var onSent: ((OutboxEntry) -> Void)?
+  public var onSent: ((ArraySlice<OutboxEntry>) -> Void)?
   /// Called when the backend refused an entry (it has left the outbox), with the reason.
   public var onFailed: ((OutboxEntry, String) -> Void)?
 
@@ -196,6 +196,9 @@ public final class BackendLink: WebSocketClientDelegate {
     switch action {
     case .connect: connect()
     case .send(let message): send(message)
+    case .sendOutbox(let frames, let entries):
+      send(frames)
+      onSent?(entries)
     case .sendPing(let payload): try? client?.ping(payload)
     case .close(let code, let reason): client?.close(code: code, reason: reason)
     case .drop(let code, let reason): drop(code, reason)
@@ -204,7 +207,7 @@ public final class BackendLink: WebSocketClientDelegate {
     case .store(let record, let acknowledgement): storeInbound(record, acknowledgement)
     case .confirmed(let sent):
       outbox.confirm(id: sent.entry.id)
-      storeOutbound(CollectionOfOne(sent))
+      storeOutbound([sent])
     case .confirmedThrough(let count, let entries):
       outbox.confirm(through: count)
       storeOutbound(entries)
@@ -215,7 +218,6 @@ public final class BackendLink: WebSocketClientDelegate {
     case .stateChanged(let state, let reason):
       if state == .open { lastConnected = .now() }
       onStateChange?(state, reason)
-    case .sent(let entry): onSent?(entry)
     case .pingAnswered(let id, let rtt): pingCompletions.removeValue(forKey: id)?(.success(rtt))
     case .pingFailed(let id, let error): pingCompletions.removeValue(forKey: id)?(.failure(error))
     case .report(let report): log(report)
@@ -240,6 +242,14 @@ public final class BackendLink: WebSocketClientDelegate {
   private func send(_ message: Message) {
     do {
       try client?.send(message)
+    } catch {
+      logger.error("send failed", ["error": "\(error)"])
+    }
+  }
+
+  private func send(_ frames: [Message]) {
+    do {
+      try client?.send(contentsOf: frames)
     } catch {
       logger.error("send failed", ["error": "\(error)"])
     }

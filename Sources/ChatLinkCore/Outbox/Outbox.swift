@@ -187,12 +187,12 @@ public final class Outbox {
     var completion: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   }
 
-  /// Removes the oldest entries up to and including `count` and returns them, oldest first:
-  /// what a pong confirms (it answers a ping sent after all of them).
+  /// Removes the oldest entries up to and including `count` and returns how many: what a
+  /// pong confirms (it answers a ping sent after all of them).
   @discardableResult
-  public func confirm(through count: UInt64) -> [OutboxEntry] {
-    let confirmed = entries.removeFirst(while: { $0.count <= count })
-    guard !confirmed.isEmpty else { return [] }
+  public func confirm(through count: UInt64) -> Int {
+    let confirmed = entries.dropFirst(while: { $0.count <= count })
+    guard confirmed > 0 else { return 0 }
     // One line for the lot: replayed, it removes every entry up to that count, and entries
     // not yet durable (so not yet sent) all have higher counts.
     batch.append(#"{"op":"ack","through":"# as StaticString)
