@@ -19,14 +19,14 @@ let package = Package(
     .systemLibrary(
       name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
     // glibc and Linux interfaces the Glibc module does not export (malloc tuning, thread names,
-    // peer credentials); headers only, nothing to link.
+    // peer credentials, getrandom); headers only, nothing to link.
     .systemLibrary(name: "CSystem"),
     // Headers only, no pkgConfig: libssl is loaded with dlopen for wss:// (see its shim.h).
     .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
-    .target(name: "WebSocket", dependencies: ["CZlib", "JSON"], swiftSettings: strict),
+    .target(name: "WebSocket", dependencies: ["CZlib", "CSystem", "JSON"], swiftSettings: strict),
     // sd-event wrapper, sd_notify, journald logging.
     .target(name: "EventLoop", dependencies: ["CSystemd", "CSystem"], swiftSettings: strict),
     // Non-blocking TCP (IPv6/IPv4), DNS off the loop, TLS.

@@ -4,6 +4,7 @@
 #define CHATLINK_CSYSTEM_SHIM_H
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/random.h> /* getrandom: the WebSocket masking keys and client ids, 4 KiB at a time */
 #include <sys/socket.h>
 #include <malloc.h> /* mallopt, malloc_trim: the daemon keeps its idle footprint small */
 

@@ -37,7 +37,7 @@ public struct DeliveryLedger: Sendable {
   public mutating func recordSent(_ entry: OutboxEntry, frame: Message) {
     lastSentCount = entry.count
     sent.append(Sent(entry: entry, frame: frame))
-    sentIDs.insert(Self.idHash(entry.id))
+    sentIDs.insert(idHash(entry.id))
   }
 
   /// Notes that `entry` was passed over on this connection (it failed without going out).
@@ -51,7 +51,7 @@ public struct DeliveryLedger: Sendable {
   /// Echoes arrive in the order the messages went out, so the entry is almost always the
   /// oldest one and the search stops at once.
   public mutating func confirm(id: String) -> Sent? {
-    guard sentIDs.contains(Self.idHash(id)),
+    guard sentIDs.contains(idHash(id)),
       let index = sent.elements.firstIndex(where: { $0.entry.id == id })
     else { return nil }
     return remove(at: index)
@@ -69,7 +69,7 @@ public struct DeliveryLedger: Sendable {
   /// proves for a ping sent after them.
   public mutating func confirm(through count: UInt64) -> [Sent] {
     let confirmed = sent.removeFirst(while: { $0.entry.count <= count })
-    for item in confirmed { sentIDs.remove(Self.idHash(item.entry.id)) }
+    for item in confirmed { sentIDs.remove(idHash(item.entry.id)) }
     return confirmed
   }
 
@@ -94,10 +94,26 @@ public struct DeliveryLedger: Sendable {
 
   private mutating func remove(at index: Int) -> Sent {
     let item = sent.remove(at: index)
-    sentIDs.remove(Self.idHash(item.entry.id))
+    sentIDs.remove(idHash(item.entry.id))
     return item
   }
 
-  /// The hash `sentIDs` holds for a client id.
-  static func idHash(_ id: String) -> Int { id.hashValue }
+  /// Where this ledger's id hashes start: drawn once, so that ids chosen to collide with ours
+  /// cannot be worked out in advance (a collision only costs a search, never a wrong match).
+  private let hashSeed = UInt64.random(in: .min ... .max)
+
+  /// The hash `sentIDs` holds for a client id: FNV-1a over its bytes from the ledger's seed.
+  /// Every sent message is hashed, so this is not the standard library's `hashValue` (SipHash
+  /// over a String costs several times as much for a 16-byte id).
+  func idHash(_ id: String) -> Int {
+    var hash = hashSeed
+    let hashed: Bool? = id.utf8.withContiguousStorageIfAvailable { bytes in
+      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+      return true
+    }
+    if hashed == nil {
+      for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    }
+    return Int(truncatingIfNeeded: hash)
+  }
 }

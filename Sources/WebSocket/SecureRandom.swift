@@ -1,15 +1,16 @@
+import CSystem
 @preconcurrency import Glibc
 
-/// A cryptographically secure generator backed by the kernel's `getrandom(2)`
-/// (through `getentropy(3)`).
+/// A cryptographically secure generator backed by the kernel's `getrandom(2)`.
 ///
-/// Masking keys are drawn for every outgoing frame, so the generator refills a small buffer
-/// instead of asking the kernel for four bytes at a time. It does not go through OpenSSL: a
+/// Masking keys (and the outbox's client ids) are drawn for every outgoing message, so the
+/// generator refills a 4 KiB pool in one call instead of asking the kernel for a few bytes at
+/// a time. It does not go through OpenSSL: a
 /// daemon on ws:// then never initialises libcrypto's DRBG and providers (memory that would
 /// stay resident), and the kernel's generator is what that DRBG seeds from anyway.
 public struct SecureRandomGenerator: RandomNumberGenerator {
-  private var pool = [UInt64](repeating: 0, count: 64)
-  private var index = 64
+  private var pool = [UInt64](repeating: 0, count: 512)
+  private var index = 512
 
   /// Creates a generator; the first call to `next()` fills the pool.
   public init() {}
@@ -17,12 +18,13 @@ public struct SecureRandomGenerator: RandomNumberGenerator {
   public mutating func next() -> UInt64 {
     if index == pool.count {
       let filled = pool.withUnsafeMutableBytes { raw -> Bool in
-        // getentropy(3) is getrandom(2) in pieces of at most 256 bytes.
+        // More than 256 bytes may come back short (a signal): ask again for the rest.
         var offset = 0
         while offset < raw.count {
-          let length = min(256, raw.count - offset)
-          guard getentropy(raw.baseAddress! + offset, length) == 0 else { return false }
-          offset += length
+          let got = getrandom(raw.baseAddress! + offset, raw.count - offset, 0)
+          if got < 0 && errno == EINTR { continue }
+          guard got > 0 else { return false }
+          offset += got
         }
         return true
       }

@@ -1,5 +1,6 @@
-import LinkCore
 import XCTest
+
+@testable import LinkCore
 
 final class DeliveryLedgerTests: XCTestCase {
   private func ledger(sending counts: ClosedRange<UInt64>) -> DeliveryLedger {
@@ -28,6 +29,21 @@ final class DeliveryLedgerTests: XCTestCase {
     XCTAssertNil(ledger.confirm(id: "someone-else"))
     XCTAssertNil(ledger.confirm(id: "id-3"))
     XCTAssertEqual(ledger.unconfirmedCount, 2)
+  }
+
+  func testIDHashesAreSeededPerLedgerAndEchoesOfManyIDsFindTheirOwnEntries() {
+    // Two ledgers hash the same id differently: colliding ids cannot be prepared in advance.
+    let id = "0123456789abcdef"
+    XCTAssertNotEqual(DeliveryLedger().idHash(id), DeliveryLedger().idHash(id))
+    var ledger = DeliveryLedger()
+    XCTAssertEqual(ledger.idHash("ab"), ledger.idHash("ab"))
+    XCTAssertNotEqual(ledger.idHash("ab"), ledger.idHash("ba"))
+    for count in UInt64(1)...500 { ledger.recordSent(entry(count), frame: text("f")) }
+    for count in stride(from: UInt64(500), through: 1, by: -7) {
+      XCTAssertEqual(ledger.confirm(id: "id-\(count)")?.entry.count, count)
+      XCTAssertNil(ledger.confirm(id: "other-\(count)"))
+    }
+    XCTAssertEqual(ledger.unconfirmedCount, 500 - 72)
   }
 
   func testALaterPongConfirmsEverythingTheItsPingCoveredAndNothingAfter() {

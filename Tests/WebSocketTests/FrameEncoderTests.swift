@@ -62,7 +62,9 @@ final class FrameEncoderTests: XCTestCase {
 
   func testSecureRandomGeneratorProducesDistinctWords() {
     var generator = SecureRandomGenerator()
-    let words = (0..<200).map { _ in generator.next() }
+    // Past three refills of the pool: a refill that failed or repeated would show.
+    let words = (0..<1600).map { _ in generator.next() }
     XCTAssertEqual(Set(words).count, words.count)
+    XCTAssertEqual(Set(words[1024..<1536]).intersection(words[0..<512]), [])
   }
 }
