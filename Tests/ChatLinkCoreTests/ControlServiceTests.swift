@@ -182,6 +182,19 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(target.queued.map(\.text), ["a", "b", "c"])
   }
 
+  func testASendBatchIsAnsweredTheMomentItIsDurableNotAtTheEndOfTheLoopIteration() throws {
+    // The daemon goes on, in the same iteration, to send the batch to the backend; the client
+    // waits for this reply before it sends more.
+    target.holdsBatches = true
+    let client = try fixture.client()
+    client.call(SendBatchMethod.self, SendBatchParameters(room: "7", texts: ["a", "b"]))
+    try spin(fixture.loop) { target.heldBatch != nil }
+    target.heldBatch?()
+    XCTAssertEqual(
+      text(client.receivedWithoutRunningTheLoop()),
+      #"{"parameters":{"ids":["id1","id2"],"count":1,"state":"queued"}}"# + "\0")
+  }
+
   func testASendBatchWithOneBadTextQueuesNothing() throws {
     let client = try fixture.client()
     client.call(daemon + "SendBatch", json(#"{"room":"7","texts":["good",5]}"#))

@@ -77,8 +77,18 @@ final class FakeTarget: ControlTarget {
     completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void
   ) {
     let result = add(room: room, texts: texts, id: nil)
+    guard !holdsBatches else {
+      heldBatch = { completion(result) }
+      return
+    }
     loop.post { completion(result) }
   }
+
+  /// Keep SendBatch's completion in `heldBatch` (the outbox's fsync not yet done) instead of
+  /// answering on the next loop iteration.
+  var holdsBatches = false
+  /// The held SendBatch completion: calling it is the batch becoming durable.
+  var heldBatch: (() -> Void)?
 
   /// Queues texts with ids id1, id2, … (or `id`), and counts from 1.
   private func add(room: RoomID?, texts: [String], id: String?)
@@ -209,6 +219,16 @@ final class ControlTestClient {
   }
 
   /// Whether any reply arrives within `timeout`.
+  /// What has arrived on the socket, without running the loop (so nothing the loop would
+  /// write on its next iteration is in it).
+  func receivedWithoutRunningTheLoop() -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let n = buffer.withUnsafeMutableBytes {
+      recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+    }
+    return n > 0 ? Array(buffer[..<n]) : []
+  }
+
   func hasReply(within timeout: Microseconds) throws -> Bool {
     try rawReply(timeout: timeout) != nil
   }

@@ -54,6 +54,24 @@ final class OutboxTests: XCTestCase {
     XCTAssertGreaterThan(c.count, b.count)
   }
 
+  func testAnIdleDiskTakesABatchAtOnceAndWhatFollowsSharesTheNextJob() throws {
+    let outbox = try open()
+    var done: [Int] = []
+    outbox.enqueue(room: RoomID("7"), texts: ["a", "b"]) { _ in done.append(1) }
+    // Written without a loop turn: the job left with the call, not at the end of the iteration.
+    let deadline = Date().addingTimeInterval(5)
+    while dir.lines(Outbox.fileName).count < 2 && Date() < deadline { usleep(1000) }
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 2)
+    // While that job is on the disk, the next calls wait and go together in one job.
+    outbox.enqueue(room: RoomID("7"), texts: ["c"]) { _ in done.append(2) }
+    outbox.enqueue(room: RoomID("7"), texts: ["d"]) { _ in done.append(3) }
+    usleep(50_000)
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 2, "the second job waits for the first")
+    try spin(loop) { done.count == 3 }
+    XCTAssertEqual(done, [1, 2, 3])
+    XCTAssertEqual(dir.lines(Outbox.fileName).count, 4)
+  }
+
   private func sendBatch(_ outbox: Outbox, _ texts: [String], room: String? = "7") throws
     -> Result<ArraySlice<OutboxEntry>, OutboxError>
   {

@@ -236,10 +236,12 @@ public final class ControlConnection: ByteStreamDelegate {
     deliver(reply.encoded, tag: call.tag, final: !reply.continues)
   }
 
-  /// Sends an encoded reply (NUL included) to `call`, unless it was oneway.
-  func send(_ bytes: [UInt8], to call: VarlinkCall, final: Bool) {
+  /// Sends an encoded reply (NUL included) to `call`, unless it was oneway; with `flush`, what
+  /// is queued is written at once instead of at the end of the loop iteration.
+  func send(_ bytes: [UInt8], to call: VarlinkCall, final: Bool, flush: Bool = false) {
     guard !call.oneway else { return }
     deliver(bytes, tag: call.tag, final: final)
+    if flush { flushOutput() }
   }
 
   /// Sends an event of the Subscribe stream; drops the client if it has stopped reading.

@@ -178,7 +178,9 @@ public final class Outbox {
     swap(&lines, &batch)
     swap(&added, &batchEntries)
     batchWaiters.append(Waiter(entries: start..<batchEntries.count, completion: completion))
-    scheduleFlush()
+    // An idle disk takes the batch at once; what arrives while it writes and fsyncs shares
+    // the next job (group commit).
+    if inFlight { scheduleFlush() } else { flush() }
   }
 
   /// Whom to tell when a range of a disk job's entries is durable.
