@@ -46,11 +46,11 @@ struct MessageFields: Sendable {
   /// the exact size, when its text and id need no escapes (nearly always); nil otherwise,
   /// for `append` to do it piece by piece.
   func frame(_ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8) -> [UInt8]? {
+    guard entry.isPlain else { return nil }
     var text = entry.text
     var id = entry.id
     return text.withUTF8 { text in
       id.withUTF8 { id -> [UInt8]? in
-        guard JSONString.isPlain(text), JSONString.isPlain(id) else { return nil }
         let room = entry.room
         let size =
           prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count

@@ -12,6 +12,7 @@ public struct OutboxEntry: Sendable, Hashable {
     let text: String
     let count: UInt64
     let created: Timestamp
+    let isPlain: Bool
 
     init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
       self.id = id
@@ -19,6 +20,9 @@ public struct OutboxEntry: Sendable, Hashable {
       self.text = text
       self.count = count
       self.created = created
+      var text = text
+      var id = id
+      isPlain = text.withUTF8(JSONString.isPlain) && id.withUTF8(JSONString.isPlain)
     }
   }
 
@@ -34,6 +38,10 @@ public struct OutboxEntry: Sendable, Hashable {
   public var count: UInt64 { storage.count }
   /// When it was accepted.
   public var created: Timestamp { storage.created }
+  /// Whether text and id go into a JSON string as they are (nothing to escape, as nearly
+  /// always): checked once here, for the outbox line, the frame and the store record that
+  /// each write them.
+  public var isPlain: Bool { storage.isPlain }
 
   /// Creates an entry.
   public init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {

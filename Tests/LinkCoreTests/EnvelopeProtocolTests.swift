@@ -35,9 +35,14 @@ final class EnvelopeProtocolTests: XCTestCase {
     ]
     for room in rooms {
       for text in texts {
-        for (count, id) in [(UInt64(0), "c"), (1, "0123456789abcdef"), (.max, "x.y:z-_1")] {
+        for (count, id) in [
+          (UInt64(0), "c"), (1, "0123456789abcdef"), (.max, "x.y:z-_1"), (2, "q\"1"),
+        ] {
           let entry = OutboxEntry(
             id: id, room: room, text: text, count: count, created: Timestamp(microseconds: 0))
+          // Checked once, when the entry is made: plain when neither needs an escape.
+          let plain = JSONString.quoted(text) == "\"\(text)\"" && id != "q\"1"
+          XCTAssertEqual(entry.isPlain, plain, "\(text) \(id)")
           let frame = try XCTUnwrap(envelope.encode(entry).text)
           let expected =
             #"{"event":"send-message","data":{"room_id":"#

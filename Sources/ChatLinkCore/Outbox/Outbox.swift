@@ -273,28 +273,28 @@ public final class Outbox {
   private static func appendAddLine(
     _ entry: OutboxEntry, _ pieces: LinePieces, to out: inout [UInt8]
   ) {
-    var id = entry.id
-    var text = entry.text
     // Nearly every line needs no escapes: then it is written in one piece.
-    let plain = id.withUTF8 { id in
-      text.withUTF8 { text in
-        guard JSONString.isPlain(id), JSONString.isPlain(text) else { return false }
-        let size =
-          addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
-          + pieces.timeAndText.count + text.count + 6
-        out.append(maxCount: size) { line in
-          line.write(addOpening)
-          line.writeQuoted(UnsafeRawBufferPointer(id))
-          line.write(pieces.roomAndCount)
-          line.writeDecimal(entry.count)
-          line.write(pieces.timeAndText)
-          line.writeQuoted(UnsafeRawBufferPointer(text))
-          line.write("}\n")
+    if entry.isPlain {
+      var id = entry.id
+      var text = entry.text
+      id.withUTF8 { id in
+        text.withUTF8 { text in
+          let size =
+            addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
+            + pieces.timeAndText.count + text.count + 6
+          out.append(maxCount: size) { line in
+            line.write(addOpening)
+            line.writeQuoted(UnsafeRawBufferPointer(id))
+            line.write(pieces.roomAndCount)
+            line.writeDecimal(entry.count)
+            line.write(pieces.timeAndText)
+            line.writeQuoted(UnsafeRawBufferPointer(text))
+            line.write("}\n")
+          }
         }
-        return true
       }
+      return
     }
-    guard !plain else { return }
     out.append(addOpening)
     out.appendJSONString(entry.id)
     out += pieces.roomAndCount
@@ -307,7 +307,8 @@ public final class Outbox {
   private func scheduleFlush() {
     guard !flushPosted else { return }
     flushPosted = true
-    // Every send made in this loop iteration shares one fsync (group commit).
+    // Whatever is added before the posted flush runs (acks, or sends while a job is on the
+    // disk) shares one job and one fsync (group commit).
     loop.post { [weak self] in
       self?.flushPosted = false
       self?.flush()
