@@ -28,25 +28,28 @@ extension ControlService {
 
   /// Entries written to the backend, in order.
   public func publishSent(_ entries: some Collection<OutboxEntry>) {
-    let watched = server.watchedSendCount > 0
-    let subscribed = hasSubscribers
-    guard watched || subscribed else { return }
-    for entry in entries {
-      if watched { notifySend(entry, state: .sent) }
-      guard subscribed else { continue }
-      publish(.sent(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
-    }
+    publishProgress(entries, .sent) { .sent(time: Self.now, id: $0.id, room: $0.room?.name) }
   }
 
   /// Entries the backend confirmed: a burst of them may come at once.
   public func publishConfirmed(_ entries: some Collection<OutboxEntry>) {
+    publishProgress(entries, .confirmed) {
+      .confirmed(time: Self.now, id: $0.id, room: $0.room?.name)
+    }
+  }
+
+  /// Tells watched sends their new state and subscribers the event of each entry; nothing is
+  /// built, and the entries are not even walked, when nobody listens.
+  private func publishProgress(
+    _ entries: some Collection<OutboxEntry>, _ state: SendState,
+    event: (OutboxEntry) -> DaemonEvent
+  ) {
     let watched = server.watchedSendCount > 0
     let subscribed = hasSubscribers
     guard watched || subscribed else { return }
     for entry in entries {
-      if watched { notifySend(entry, state: .confirmed) }
-      guard subscribed else { continue }
-      publish(.confirmed(time: Self.now, id: entry.id, room: entry.room?.name), room: entry.room)
+      if watched { notifySend(entry, state: state) }
+      if subscribed { publish(event(entry), room: entry.room) }
     }
   }
 
