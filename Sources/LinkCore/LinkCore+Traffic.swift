@@ -228,7 +228,7 @@ extension LinkCore {
         // Let the socket drain before queuing more; come back shortly.
         run.end(pending, at: index, &actions)
         actions.append(.arm(.sendRetry, after: settings.sendRetryDelay))
-        return finishOutbox(run, now: now, &actions)
+        break
       }
       let entry = pending[index]
       if let reason = backend.refusal(of: entry) {
@@ -261,12 +261,6 @@ extension LinkCore {
       index += 1
     }
     run.end(pending, at: index, &actions)
-    finishOutbox(run, now: now, &actions)
-  }
-
-  private mutating func finishOutbox(
-    _ run: OutboxRun, now: MonotonicInstant, _ actions: inout [LinkAction]
-  ) {
     if run.wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
   }
 }
