@@ -67,8 +67,8 @@ public struct DeliveryLedger: Sendable {
 
   /// Confirms every unconfirmed entry with a count up to `count`, oldest first: what a pong
   /// proves for a ping sent after them.
-  public mutating func confirm(through count: UInt64) -> [Sent] {
-    let confirmed = sent.removeFirst(while: { $0.entry.count <= count })
+  public mutating func confirm(through count: UInt64) -> ArraySlice<Sent> {
+    let confirmed = sent.takeFirst(while: { $0.entry.count <= count })
     for item in confirmed { sentIDs.remove(idHash(item.entry.id)) }
     return confirmed
   }

@@ -25,7 +25,7 @@ public struct DurableAcknowledgements: Sendable {
   /// first.
   public mutating func release(through seq: UInt64) -> [Message] {
     guard let first = waiting.elements.first, first.seq <= seq else { return [] }
-    return waiting.removeFirst(while: { $0.seq <= seq }).map(\.frame)
+    return waiting.takeFirst(while: { $0.seq <= seq }).map(\.frame)
   }
 
   /// The connection changed: the waiting acknowledgements are void.

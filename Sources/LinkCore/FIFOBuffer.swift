@@ -26,13 +26,16 @@ public struct FIFOBuffer<Element> {
     storage.append(contentsOf: elements)
   }
 
-  /// Removes the oldest elements while `predicate` holds for them; returns them, oldest first
-  /// (a copy: it shares nothing with what stays).
-  @inlinable public mutating func removeFirst(while predicate: (Element) -> Bool) -> [Element] {
+  /// Removes the oldest elements while `predicate` holds for them; returns them, oldest first,
+  /// without copying: the slice shares the buffer's memory, so the buffer's next change copies
+  /// what it keeps (never more than it would have copied of what left), unless the slice is
+  /// gone by then, as a confirmation's is once it has been handled.
+  @inlinable public mutating func takeFirst(while predicate: (Element) -> Bool)
+    -> ArraySlice<Element>
+  {
     var end = head
     while end < storage.count && predicate(storage[end]) { end += 1 }
-    guard end > head else { return [] }
-    let taken = Array(storage[head..<end])
+    let taken = storage[head..<end]
     head = end
     compact()
     return taken

@@ -133,7 +133,7 @@ public enum LinkAction {
   case confirmed(DeliveryLedger.Sent)
   /// A pong confirmed every pending entry through this count: remove them from the outbox and
   /// store their "out" records (`entries`, oldest first).
-  case confirmedThrough(UInt64, entries: [DeliveryLedger.Sent])
+  case confirmedThrough(UInt64, entries: ArraySlice<DeliveryLedger.Sent>)
   /// The backend refused one entry (or it cannot be sent to it): remove it from the outbox
   /// and tell whoever waits for it.
   case failed(OutboxEntry, reason: String)

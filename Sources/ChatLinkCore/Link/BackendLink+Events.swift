@@ -91,7 +91,7 @@ extension BackendLink {
   }
 
   /// Stores the "out" record of each confirmed entry, with the frame that went out.
-  func storeOutbound(_ confirmed: [DeliveryLedger.Sent]) {
+  func storeOutbound(_ confirmed: ArraySlice<DeliveryLedger.Sent>) {
     // Our own envelope is JSON on one line, so the store need not scan it. (Protocol=raw
     // frames are the user's text, which may not be JSON: those are scanned.)
     let scan: PayloadScan = ownFramesAreJSON ? .json(hasLineBreaks: false) : .unscanned

@@ -47,7 +47,7 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Called when the store's durable seq advances (after the acknowledgements it releases).
   public var onDurable: ((UInt64) -> Void)?
   /// Called when outbox entries are confirmed (after their "out" records are appended).
-  public var onConfirmed: (([DeliveryLedger.Sent]) -> Void)?
+  public var onConfirmed: ((ArraySlice<DeliveryLedger.Sent>) -> Void)?
   /// Called when an entry is written to the socket.
   public var onSent: ((ArraySlice<OutboxEntry>) -> Void)?
   /// Called when the backend refused an entry (it has left the outbox), with the reason.
@@ -207,7 +207,7 @@ public final class BackendLink: WebSocketClientDelegate {
     case .store(let record, let acknowledgement): storeInbound(record, acknowledgement)
     case .confirmed(let sent):
       outbox.confirm(id: sent.entry.id)
-      storeOutbound([sent])
+      storeOutbound([sent][...])
     case .confirmedThrough(let count, let entries):
       outbox.confirm(through: count)
       storeOutbound(entries)
