@@ -39,8 +39,7 @@ public struct OutboxEntry: Sendable, Hashable {
   /// When it was accepted.
   public var created: Timestamp { storage.created }
   /// Whether text and id go into a JSON string as they are (nothing to escape, as nearly
-  /// always): checked once here, for the outbox line, the frame and the store record that
-  /// each write them.
+  /// always): checked once here, for the outbox line and the frame that each write them.
   public var isPlain: Bool { storage.isPlain }
 
   /// Creates an entry.

@@ -5,9 +5,9 @@ import CSystem
 ///
 /// Masking keys (and the outbox's client ids) are drawn for every outgoing message, so the
 /// generator refills a 4 KiB pool in one call instead of asking the kernel for a few bytes at
-/// a time. It does not go through OpenSSL: a
-/// daemon on ws:// then never initialises libcrypto's DRBG and providers (memory that would
-/// stay resident), and the kernel's generator is what that DRBG seeds from anyway.
+/// a time. It does not go through OpenSSL: a daemon on ws:// then never initialises
+/// libcrypto's DRBG and providers (memory that would stay resident), and the kernel's
+/// generator is what that DRBG seeds from anyway.
 public struct SecureRandomGenerator: RandomNumberGenerator {
   private var pool = [UInt64](repeating: 0, count: 512)
   private var index = 512
