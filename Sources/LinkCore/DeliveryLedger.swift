@@ -23,9 +23,15 @@ public struct DeliveryLedger: Sendable {
   public private(set) var lastSentCount: UInt64 = 0
   /// Sent entries not yet confirmed, oldest first.
   private var sent = FIFOBuffer<Sent>()
-  /// Hashes of the unconfirmed client ids: an echo of another client's message costs one
-  /// hash, not a search. A collision is harmless: the search compares the ids themselves.
+  /// Hashes of the client ids of the unconfirmed entries with a count up to `indexedCount`:
+  /// an echo of another client's message costs one hash, not a search. A collision is
+  /// harmless: the search compares the ids themselves.
+  ///
+  /// Built only when an echo is not the oldest entry's: with a backend that confirms by pong
+  /// or by acknowledgement, or echoes only what it gets in order, no id is ever hashed.
   private var sentIDs: Set<Int> = []
+  /// The highest count whose entry's id is in `sentIDs` (or was, before its confirmation).
+  private var indexedCount: UInt64 = 0
 
   /// An empty ledger.
   public init() {}
@@ -37,7 +43,6 @@ public struct DeliveryLedger: Sendable {
   public mutating func recordSent(_ entry: OutboxEntry, frame: Message) {
     lastSentCount = entry.count
     sent.append(Sent(entry: entry, frame: frame))
-    sentIDs.insert(idHash(entry.id))
   }
 
   /// Notes that `entry` was passed over on this connection (it failed without going out).
@@ -51,10 +56,28 @@ public struct DeliveryLedger: Sendable {
   /// Echoes arrive in the order the messages went out, so the entry is almost always the
   /// oldest one and the search stops at once.
   public mutating func confirm(id: String) -> Sent? {
+    guard let oldest = sent.elements.first else { return nil }
+    if oldest.entry.id == id { return remove(at: sent.elements.startIndex) }
+    indexUnindexedIDs()
     guard sentIDs.contains(idHash(id)),
       let index = sent.elements.firstIndex(where: { $0.entry.id == id })
     else { return nil }
     return remove(at: index)
+  }
+
+  /// How many ids `sentIDs` holds (for tests).
+  var indexedIDCount: Int { sentIDs.count }
+
+  /// Adds the ids sent since the last call to `sentIDs`, so each sent id is hashed at most once.
+  private mutating func indexUnindexedIDs() {
+    guard indexedCount < lastSentCount else { return }
+    let unconfirmed = sent.elements
+    var first = unconfirmed.endIndex
+    while first > unconfirmed.startIndex && unconfirmed[first - 1].entry.count > indexedCount {
+      first -= 1
+    }
+    for item in unconfirmed[first...] { sentIDs.insert(idHash(item.entry.id)) }
+    indexedCount = lastSentCount
   }
 
   /// Confirms the entry with this outbox count (the dialect acknowledged it).
@@ -69,7 +92,11 @@ public struct DeliveryLedger: Sendable {
   /// proves for a ping sent after them.
   public mutating func confirm(through count: UInt64) -> ArraySlice<Sent> {
     let confirmed = sent.takeFirst(while: { $0.entry.count <= count })
-    for item in confirmed { sentIDs.remove(idHash(item.entry.id)) }
+    if !sentIDs.isEmpty {
+      for item in confirmed where item.entry.count <= indexedCount {
+        sentIDs.remove(idHash(item.entry.id))
+      }
+    }
     return confirmed
   }
 
@@ -77,6 +104,7 @@ public struct DeliveryLedger: Sendable {
   /// sent again from the oldest.
   public mutating func reset() {
     lastSentCount = 0
+    indexedCount = 0
     sent.removeAll()
     sentIDs.removeAll(keepingCapacity: sentIDs.capacity <= 4096)
   }
@@ -94,7 +122,7 @@ public struct DeliveryLedger: Sendable {
 
   private mutating func remove(at index: Int) -> Sent {
     let item = sent.remove(at: index)
-    sentIDs.remove(idHash(item.entry.id))
+    if item.entry.count <= indexedCount { sentIDs.remove(idHash(item.entry.id)) }
     return item
   }
 

@@ -46,6 +46,58 @@ final class DeliveryLedgerTests: XCTestCase {
     XCTAssertEqual(ledger.unconfirmedCount, 500 - 72)
   }
 
+  func testEchoesInOrderNeverHashAnIDAndAForeignOneIndexesOnlyWhatWasSent() {
+    var ledger = ledger(sending: 1...4)
+    XCTAssertEqual(ledger.confirm(id: "id-1")?.entry.count, 1, "the oldest: no hash needed")
+    XCTAssertEqual(ledger.indexedIDCount, 0)
+    XCTAssertNil(ledger.confirm(id: "someone-else"))
+    XCTAssertEqual(ledger.indexedIDCount, 3, "ids 2-4 are indexed once something is not the oldest")
+    ledger.recordSent(entry(5), frame: text("frame 5"))
+    XCTAssertEqual(ledger.confirm(id: "id-5")?.entry.count, 5, "sent after the index was built")
+    XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [2, 3])
+    XCTAssertEqual(ledger.indexedIDCount, 1)
+    XCTAssertEqual(ledger.confirm(id: "id-4")?.entry.count, 4)
+    XCTAssertEqual(ledger.indexedIDCount, 0)
+  }
+
+  func testEchoesPongsAndReconnectsInAnyOrderConfirmWhatALinearSearchWould() {
+    // The ledger against a model that searches its whole list for every echo.
+    var random = SeededRandom(seed: 7)
+    var ledger = DeliveryLedger()
+    var model: [UInt64] = []
+    var next: UInt64 = 1
+    for step in 0..<4000 {
+      switch random.next() % 10 {
+      case 0...3:
+        ledger.recordSent(entry(next), frame: text("f"))
+        model.append(next)
+        next += 1
+      case 4...6:
+        // An echo of ours (sent or not, confirmed or not) or of someone else.
+        let count = next > 3 ? next - 1 - random.next() % min(next - 1, 40) : 1
+        let id = random.next() % 4 == 0 ? "other-\(count)" : "id-\(count)"
+        let expected = id.hasPrefix("id-") ? model.firstIndex(of: count) : nil
+        let confirmed = ledger.confirm(id: id)?.entry.count
+        XCTAssertEqual(confirmed, expected.map { model[$0] }, "step \(step)")
+        if let expected { model.remove(at: expected) }
+      case 7, 8:
+        let through = next - random.next() % (min(next, 20) + 1)
+        let confirmed = ledger.confirm(through: through).map(\.entry.count)
+        let prefix = Array(model.prefix(while: { $0 <= through }))
+        XCTAssertEqual(confirmed, prefix, "step \(step)")
+        model.removeFirst(prefix.count)
+      default:
+        if random.next() % 5 == 0 {
+          // A reconnect: what was unconfirmed goes out again, with the same ids.
+          ledger.reset()
+          next = model.first ?? next
+          model = []
+        }
+      }
+      XCTAssertEqual(ledger.unconfirmedCount, model.count, "step \(step)")
+    }
+  }
+
   func testALaterPongConfirmsEverythingTheItsPingCoveredAndNothingAfter() {
     var ledger = ledger(sending: 1...5)
     XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [1, 2, 3])

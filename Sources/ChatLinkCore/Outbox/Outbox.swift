@@ -160,7 +160,7 @@ public final class Outbox {
     // What every line of this call shares (room, time) is formatted once; the batch and its
     // entries are worked on as locals (swapped out and back, so they stay unique), not as
     // properties checked for exclusive access at every append.
-    let shared = linePieces(room: room, created: created)
+    let shared = OutboxLines.pieces(room: room, created: created, formatter: &timeFormatter)
     var lines: [UInt8] = []
     swap(&lines, &batch)
     var added: [OutboxEntry] = []
@@ -170,7 +170,7 @@ public final class Outbox {
     for text in texts {
       let entry = OutboxEntry(
         id: id ?? makeID(), room: room, text: text, count: count, created: created)
-      Self.appendAddLine(entry, shared, to: &lines)
+      OutboxLines.appendAdd(entry, shared, to: &lines)
       added.append(entry)
       count += 1
     }
@@ -249,61 +249,6 @@ public final class Outbox {
     }
   }
 
-  /// The parts of an `add` line around its id, count and text: `,"room":R,"count":` and
-  /// `,"time":"T","text":`.
-  private struct LinePieces {
-    var roomAndCount: [UInt8]
-    var timeAndText: [UInt8]
-  }
-
-  private func linePieces(room: RoomID?, created: Timestamp) -> LinePieces {
-    var roomAndCount: [UInt8] = []
-    roomAndCount.append(#","room":"# as StaticString)
-    if let room { roomAndCount += room.json } else { roomAndCount.append("null" as StaticString) }
-    roomAndCount.append(#","count":"# as StaticString)
-    var timeAndText: [UInt8] = []
-    timeAndText.append(#","time":""# as StaticString)
-    timeFormatter.append(created, to: &timeAndText)
-    timeAndText.append(#"","text":"# as StaticString)
-    return LinePieces(roomAndCount: roomAndCount, timeAndText: timeAndText)
-  }
-
-  private static let addOpening: StaticString = #"{"op":"add","id":"#
-
-  private static func appendAddLine(
-    _ entry: OutboxEntry, _ pieces: LinePieces, to out: inout [UInt8]
-  ) {
-    // Nearly every line needs no escapes: then it is written in one piece.
-    if entry.isPlain {
-      var id = entry.id
-      var text = entry.text
-      id.withUTF8 { id in
-        text.withUTF8 { text in
-          let size =
-            addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
-            + pieces.timeAndText.count + text.count + 6
-          out.append(maxCount: size) { line in
-            line.write(addOpening)
-            line.writeQuoted(UnsafeRawBufferPointer(id))
-            line.write(pieces.roomAndCount)
-            line.writeDecimal(entry.count)
-            line.write(pieces.timeAndText)
-            line.writeQuoted(UnsafeRawBufferPointer(text))
-            line.write("}\n")
-          }
-        }
-      }
-      return
-    }
-    out.append(addOpening)
-    out.appendJSONString(entry.id)
-    out += pieces.roomAndCount
-    out.appendDecimal(entry.count)
-    out += pieces.timeAndText
-    out.appendJSONString(entry.text)
-    out.append("}\n" as StaticString)
-  }
-
   private func scheduleFlush() {
     guard !flushPosted else { return }
     flushPosted = true
@@ -331,35 +276,42 @@ public final class Outbox {
     inFlightEntries = batchEntries
     batchEntries = []
     batchWaiters = []
-    let compact: [UInt8]? = compactionImage()
+    let compaction = compactionPlan()
     let file = self.file
     disk.submit(
-      { file.write(chunk.bytes, sync: sync, replaceWith: compact) },
-      completion: { [weak self] result in
+      { () -> DiskOutcome in
+        // The compacted image is made here, on the disk thread: it holds every pending
+        // entry, and the loop goes on with the next batch meanwhile.
+        let image = compaction.map {
+          OutboxLines.compactionImage(nextCount: $0.nextCount, pending: $0.pending)
+        }
+        return DiskOutcome(
+          result: file.write(chunk.bytes, sync: sync, replaceWith: image), imageSize: image?.count)
+      },
+      completion: { [weak self] outcome in
         self?.spare?.keep(chunk)
-        self?.finished(result, waiters: waiters)
+        self?.finished(outcome, waiters: waiters)
       })
+  }
+
+  /// What a disk job reports: the log's new size (or why nothing was written), and the size of
+  /// the compacted image the log was rewritten with, if it was.
+  private struct DiskOutcome: Sendable {
+    var result: Result<Int, SystemError>
+    var imageSize: Int?
+  }
+
+  /// What a compaction rewrites the log with: the counter and the pending entries.
+  private struct CompactionPlan: Sendable {
+    var nextCount: UInt64
+    var pending: ArraySlice<OutboxEntry>
   }
 
   /// When the log has grown past `compactAt`, the pending entries (plus what this job adds)
   /// are all it needs to hold: rewrite it with just those.
-  private func compactionImage() -> [UInt8]? {
+  private func compactionPlan() -> CompactionPlan? {
     guard logSize > compactAt else { return nil }
-    var image: [UInt8] =
-      Array(#"{"op":"counter","count":"#.utf8) + Array(String(nextCount).utf8) + Array("}\n".utf8)
-    // Entries accepted together share their room and time, so their pieces too.
-    var pieces: (room: RoomID?, created: Timestamp, LinePieces)?
-    for entry in pending {
-      if pieces == nil || pieces?.room != entry.room || pieces?.created != entry.created {
-        pieces = (entry.room, entry.created, linePieces(room: entry.room, created: entry.created))
-      }
-      if let pieces { Self.appendAddLine(entry, pieces.2, to: &image) }
-    }
-    // Many pending entries make a big image: compacting again only once as much again has been
-    // appended keeps the cost per message constant (a fixed threshold would rewrite the whole
-    // image on every write while more than 1 MiB is pending).
-    compactAt = max(Self.compactionThreshold, 2 * image.count)
-    return image
+    return CompactionPlan(nextCount: nextCount, pending: pending)
   }
 
   /// The least size at which the log is compacted.
@@ -368,15 +320,21 @@ public final class Outbox {
   /// The log's size after the last write, as the disk worker reported it.
   private var logSize: Int
 
-  private func finished(_ result: Result<Int, SystemError>, waiters jobWaiters: [Waiter]) {
+  private func finished(_ outcome: DiskOutcome, waiters jobWaiters: [Waiter]) {
     inFlight = false
     let written = inFlightEntries
     inFlightEntries = []
     let waiters = jobWaiters + inFlightWaiters
     inFlightWaiters = []
-    switch result {
+    switch outcome.result {
     case .success(let size):
       logSize = size
+      if let imageSize = outcome.imageSize {
+        // Many pending entries make a big image: compacting again only once as much again
+        // has been appended keeps the cost per message constant (a fixed threshold would
+        // rewrite the whole image on every write while more than 1 MiB is pending).
+        compactAt = max(Self.compactionThreshold, 2 * imageSize)
+      }
       entries.append(contentsOf: written)
       queued += written.count
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
