@@ -57,10 +57,10 @@ public struct DeliveryLedger: Sendable {
   /// oldest one and the search stops at once.
   public mutating func confirm(id: String) -> Sent? {
     guard let oldest = sent.elements.first else { return nil }
-    if oldest.entry.id == id { return remove(at: sent.elements.startIndex) }
+    if oldest.entry.clientID.matches(id) { return remove(at: sent.elements.startIndex) }
     indexUnindexedIDs()
     guard sentIDs.contains(idHash(id)),
-      let index = sent.elements.firstIndex(where: { $0.entry.id == id })
+      let index = sent.elements.firstIndex(where: { $0.entry.clientID.matches(id) })
     else { return nil }
     return remove(at: index)
   }
@@ -76,7 +76,7 @@ public struct DeliveryLedger: Sendable {
     while first > unconfirmed.startIndex && unconfirmed[first - 1].entry.count > indexedCount {
       first -= 1
     }
-    for item in unconfirmed[first...] { sentIDs.insert(idHash(item.entry.id)) }
+    for item in unconfirmed[first...] { sentIDs.insert(idHash(item.entry.clientID)) }
     indexedCount = lastSentCount
   }
 
@@ -94,7 +94,7 @@ public struct DeliveryLedger: Sendable {
     let confirmed = sent.takeFirst(while: { $0.entry.count <= count })
     if !sentIDs.isEmpty {
       for item in confirmed where item.entry.count <= indexedCount {
-        sentIDs.remove(idHash(item.entry.id))
+        sentIDs.remove(idHash(item.entry.clientID))
       }
     }
     return confirmed
@@ -122,7 +122,7 @@ public struct DeliveryLedger: Sendable {
 
   private mutating func remove(at index: Int) -> Sent {
     let item = sent.remove(at: index)
-    if item.entry.count <= indexedCount { sentIDs.remove(idHash(item.entry.id)) }
+    if item.entry.count <= indexedCount { sentIDs.remove(idHash(item.entry.clientID)) }
     return item
   }
 
@@ -131,18 +131,22 @@ public struct DeliveryLedger: Sendable {
   private let hashSeed = UInt64.random(in: .min ... .max)
 
   /// The hash `sentIDs` holds for a client id: FNV-1a over its bytes from the ledger's seed.
-  /// Every sent message is hashed, so this is not the standard library's `hashValue` (SipHash
-  /// over a String costs several times as much for a 16-byte id).
+  /// Not the standard library's `hashValue`: SipHash over a String costs several times as much
+  /// for a 16-byte id.
   func idHash(_ id: String) -> Int {
-    var hash = hashSeed
     // Not `withUTF8` on a copy: measured, that costs more than the hash itself.
-    let hashed: Bool? = id.utf8.withContiguousStorageIfAvailable { bytes in
-      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-      return true
-    }
-    if hashed == nil {
-      for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-    }
+    let hashed: Int? = id.utf8.withContiguousStorageIfAvailable(idHash(bytes:))
+    return hashed ?? idHash(bytes: id.utf8)
+  }
+
+  /// The hash of an entry's client id: the same as for its text.
+  func idHash(_ id: ClientID) -> Int {
+    id.withUTF8(idHash(bytes:))
+  }
+
+  private func idHash(bytes: some Collection<UInt8>) -> Int {
+    var hash = hashSeed
+    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
     return Int(truncatingIfNeeded: hash)
   }
 }

@@ -26,7 +26,7 @@ struct MessageFields: Sendable {
   /// An upper bound of the bytes `append` adds for `entry`, before escaping.
   func estimatedSize(_ entry: OutboxEntry) -> Int {
     roomKey.count + messageKey.count + senderAndCountKey.count + clientIDKey.count
-      + entry.text.utf8.count + entry.id.utf8.count + 48
+      + entry.text.utf8.count + entry.clientID.utf8Count + 48
   }
 
   /// Appends the object for `entry`.
@@ -38,7 +38,7 @@ struct MessageFields: Sendable {
     out += senderAndCountKey
     out.appendDecimal(entry.count)
     out += clientIDKey
-    out.appendJSONString(entry.id)
+    entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     out.append(UInt8(ascii: "}"))
   }
 
@@ -48,9 +48,8 @@ struct MessageFields: Sendable {
   func frame(_ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8) -> [UInt8]? {
     guard entry.isPlain else { return nil }
     var text = entry.text
-    var id = entry.id
     return text.withUTF8 { text in
-      id.withUTF8 { id -> [UInt8]? in
+      entry.clientID.withUTF8 { id -> [UInt8]? in
         let room = entry.room
         let size =
           prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count

@@ -3,58 +3,81 @@ import JSON
 /// One message waiting in the outbox until the backend confirms it.
 ///
 /// An entry is copied several times on its way (the outbox's queue, the send, the ledger of
-/// what went out, the store's "out" record), so its fields live in one immutable object: a
-/// copy is one reference count, not one per string.
+/// what went out, the store's "out" record), and the messages accepted together (a
+/// `SendBatch`) share their room, time and counts: so the entry is a reference to one
+/// immutable object for the lot and its place in it. A copy is one reference count, and a
+/// batch of messages is one allocation, not one (or three, with its strings) per message.
 public struct OutboxEntry: Sendable, Hashable {
-  private final class Storage: Sendable {
-    let id: String
+  private final class Batch: Sendable {
     let room: RoomID?
-    let text: String
-    let count: UInt64
     let created: Timestamp
-    let isPlain: Bool
+    let firstCount: UInt64
+    let texts: [String]
+    let ids: [ClientID]
+    let plain: [Bool]
 
-    init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
-      self.id = id
+    init(room: RoomID?, created: Timestamp, firstCount: UInt64, texts: [String], ids: [ClientID]) {
       self.room = room
-      self.text = text
-      self.count = count
       self.created = created
-      var text = text
-      var id = id
-      isPlain = text.withUTF8(JSONString.isPlain) && id.withUTF8(JSONString.isPlain)
+      self.firstCount = firstCount
+      self.texts = texts
+      self.ids = ids
+      plain = zip(texts, ids).map { text, id in
+        var text = text
+        return text.withUTF8(JSONString.isPlain) && id.isPlain
+      }
     }
   }
 
-  private let storage: Storage
+  private let batch: Batch
+  private let index: Int
 
-  /// The client message id that travels with the message, so backends can de-duplicate.
-  public var id: String { storage.id }
+  /// The client id that travels with the message, so backends can de-duplicate. A drawn id's
+  /// text is made on each call: the paths every message takes use `clientID`.
+  public var id: String { clientID.description }
+  /// The client id, as the outbox keeps it.
+  public var clientID: ClientID { batch.ids[index] }
   /// The room (nil in raw mode).
-  public var room: RoomID? { storage.room }
+  public var room: RoomID? { batch.room }
   /// The message text.
-  public var text: String { storage.text }
+  public var text: String { batch.texts[index] }
   /// A counter, monotonic across restarts; sent as the envelope's `count`.
-  public var count: UInt64 { storage.count }
+  public var count: UInt64 { batch.firstCount + UInt64(index) }
   /// When it was accepted.
-  public var created: Timestamp { storage.created }
+  public var created: Timestamp { batch.created }
   /// Whether text and id go into a JSON string as they are (nothing to escape, as nearly
   /// always): checked once here, for the outbox line and the frame that each write them.
-  public var isPlain: Bool { storage.isPlain }
+  public var isPlain: Bool { batch.plain[index] }
 
   /// Creates an entry.
   public init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
-    storage = Storage(id: id, room: room, text: text, count: count, created: created)
+    self.init(
+      Batch(room: room, created: created, firstCount: count, texts: [text], ids: [.given(id)]),
+      0)
+  }
+
+  private init(_ batch: Batch, _ index: Int) {
+    self.batch = batch
+    self.index = index
+  }
+
+  /// The entries of messages accepted together, in order: `texts[i]` with `ids[i]` and count
+  /// `firstCount + i` (as many as there are both texts and ids).
+  public static func batch(
+    room: RoomID?, texts: [String], ids: [ClientID], firstCount: UInt64, created: Timestamp
+  ) -> [OutboxEntry] {
+    let batch = Batch(room: room, created: created, firstCount: firstCount, texts: texts, ids: ids)
+    return (0..<min(texts.count, ids.count)).map { OutboxEntry(batch, $0) }
   }
 
   public static func == (a: OutboxEntry, b: OutboxEntry) -> Bool {
-    a.storage === b.storage
-      || (a.count == b.count && a.id == b.id && a.room == b.room && a.text == b.text
+    (a.batch === b.batch && a.index == b.index)
+      || (a.count == b.count && a.clientID == b.clientID && a.room == b.room && a.text == b.text
         && a.created == b.created)
   }
 
   public func hash(into hasher: inout Hasher) {
-    hasher.combine(id)
+    hasher.combine(clientID)
     hasher.combine(room)
     hasher.combine(text)
     hasher.combine(count)

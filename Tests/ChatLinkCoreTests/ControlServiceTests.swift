@@ -1,6 +1,7 @@
 import ChatLinkAPI
 import EventLoop
 import JSON
+import LinkCore
 import Varlink
 import XCTest
 
@@ -93,9 +94,17 @@ final class ControlServiceTests: XCTestCase {
         ControlService.encodedReceipt(receipt, continues: continues),
         VarlinkReply(parameters: receipt.json, continues: continues).encoded)
     }
-    let batch = SendBatchReceipt(ids: ["a1", "b\\2", "c3"], count: 7)
+    // Drawn ids (written from their numbers) and given ones, one of them needing an escape.
+    let ids: [ClientID] = [.given("a1"), .given("b\\2"), .generated(0x0123_4567_89ab_cdef)]
+    let entries = OutboxEntry.batch(
+      room: nil, texts: ["x", "y", "z"], ids: ids, firstCount: 7, created: .now())
+    let batch = SendBatchReceipt(ids: ["a1", "b\\2", "0123456789abcdef"], count: 7)
     XCTAssertEqual(
-      ControlService.encodedBatchReceipt(batch), VarlinkReply(parameters: batch.json).encoded)
+      ControlService.encodedBatchReceipt(entries[...]),
+      VarlinkReply(parameters: batch.json).encoded)
+    XCTAssertEqual(
+      ControlService.encodedBatchReceipt([]),
+      VarlinkReply(parameters: SendBatchReceipt(ids: [], count: 0).json).encoded)
   }
 
   func testSendWithoutARoomGoesToTheDefaultRoomAndNeedsOne() throws {

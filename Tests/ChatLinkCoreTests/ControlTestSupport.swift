@@ -2,6 +2,7 @@ import ChatLinkAPI
 import EventLoop
 @preconcurrency import Glibc
 import JSON
+import LinkCore
 import Varlink
 import XCTest
 
@@ -67,14 +68,14 @@ final class FakeTarget: ControlTarget {
     completion: @escaping (Result<SendReceipt, DaemonError>) -> Void
   ) {
     let result = add(room: room, texts: [text], id: id).map {
-      SendReceipt(id: $0.ids[0], state: .queued, count: $0.count)
+      SendReceipt(id: $0[$0.startIndex].id, state: .queued, count: Int($0[$0.startIndex].count))
     }
     loop.post { completion(result) }
   }
 
   func enqueue(
     room: RoomID?, texts: [String],
-    completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void
+    completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
     let result = add(room: room, texts: texts, id: nil)
     guard !holdsBatches else {
@@ -92,7 +93,7 @@ final class FakeTarget: ControlTarget {
 
   /// Queues texts with ids id1, id2, … (or `id`), and counts from 1.
   private func add(room: RoomID?, texts: [String], id: String?)
-    -> Result<SendBatchReceipt, DaemonError>
+    -> Result<ArraySlice<OutboxEntry>, DaemonError>
   {
     guard queued.count + texts.count <= outboxLimit else {
       return .failure(.outboxFull(limit: outboxLimit))
@@ -101,7 +102,10 @@ final class FakeTarget: ControlTarget {
     for (offset, text) in texts.enumerated() {
       queued.append((room, text, id ?? "id\(first + offset)"))
     }
-    return .success(SendBatchReceipt(ids: queued[(first - 1)...].map(\.id), count: first))
+    let ids = queued[(first - 1)...].map { ClientID.given($0.id) }
+    return .success(
+      OutboxEntry.batch(
+        room: room, texts: texts, ids: ids, firstCount: UInt64(first), created: .now())[...])
   }
 
   func history(

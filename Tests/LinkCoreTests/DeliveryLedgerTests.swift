@@ -98,6 +98,21 @@ final class DeliveryLedgerTests: XCTestCase {
     }
   }
 
+  func testEchoesOfDrawnIDsFindTheirEntriesByTheDigitsThatWentOut() {
+    var ledger = DeliveryLedger()
+    let entries = OutboxEntry.batch(
+      room: nil, texts: ["a", "b", "c"],
+      ids: [.generated(0xa1), .generated(0xb2), .generated(0xc3)],
+      firstCount: 1, created: .now())
+    for entry in entries { ledger.recordSent(entry, frame: text("f")) }
+    XCTAssertEqual(ledger.idHash(ClientID.generated(0xb2)), ledger.idHash("00000000000000b2"))
+    XCTAssertEqual(ledger.confirm(id: "00000000000000b2")?.entry.count, 2, "not the oldest")
+    XCTAssertNil(ledger.confirm(id: "b2"))
+    XCTAssertEqual(ledger.confirm(id: "00000000000000a1")?.entry.count, 1)
+    XCTAssertEqual(ledger.confirm(id: "00000000000000c3")?.entry.count, 3)
+    XCTAssertEqual(ledger.unconfirmedCount, 0)
+  }
+
   func testALaterPongConfirmsEverythingTheItsPingCoveredAndNothingAfter() {
     var ledger = ledger(sending: 1...5)
     XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [1, 2, 3])

@@ -138,11 +138,11 @@ extension ControlService {
     target.enqueue(room: room, texts: parameters.texts) { result in
       guard let connection = request.open else { return }
       switch result {
-      case .success(let receipt):
+      case .success(let entries):
         // Written now, not at the end of the loop iteration: the same iteration goes on to
         // send the batch to the backend, and the client waits for this reply to send more.
         connection.send(
-          Self.encodedBatchReceipt(receipt), to: request.call, final: true, flush: true)
+          Self.encodedBatchReceipt(entries), to: request.call, final: true, flush: true)
       case .failure(let error):
         request.fail(error)
       }

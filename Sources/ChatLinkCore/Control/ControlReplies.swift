@@ -1,4 +1,6 @@
 import ChatLinkAPI
+import JSON
+import LinkCore
 
 /// The replies of the send path, written straight to bytes: `chatlinkctl send -` streams
 /// messages by the hundred thousand, and a JSON tree per reply would cost more than the rest of
@@ -19,20 +21,23 @@ extension ControlService {
     return out
   }
 
-  /// SendBatch's reply, `{"ids":[…],"count":first,"state":"queued"}`, NUL included: the
-  /// messages' counts are consecutive, so the first one says them all.
-  static func encodedBatchReceipt(_ receipt: SendBatchReceipt) -> [UInt8] {
+  /// SendBatch's reply for the entries accepted, `{"ids":[…],"count":first,"state":"queued"}`
+  /// (`SendBatchReceipt.json`), NUL included: the messages' counts are consecutive, so the
+  /// first one says them all. The ids are written from the entries: no string per message.
+  static func encodedBatchReceipt(_ entries: ArraySlice<OutboxEntry>) -> [UInt8] {
     var out: [UInt8] = []
-    out.reserveCapacity(64 + receipt.ids.count * 19)
+    out.reserveCapacity(64 + entries.count * 19)
     out.append(#"{"parameters":{"ids":["# as StaticString)
-    for (offset, id) in receipt.ids.enumerated() {
-      if offset > 0 { out.append(UInt8(ascii: ",")) }
-      out.appendJSONString(id)
+    var first = true
+    for entry in entries {
+      if !first { out.append(UInt8(ascii: ",")) }
+      first = false
+      entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     }
     out.append(#"],"count":"# as StaticString)
-    out.appendDecimal(UInt64(clamping: receipt.count))
+    out.appendDecimal(entries.first?.count ?? 0)
     out.append(#","state":"# as StaticString)
-    out.appendJSONString(receipt.state.rawValue)
+    out.appendJSONString(SendState.queued.rawValue)
     out.append("}}" as StaticString)
     out.append(0)
     return out

@@ -1,4 +1,5 @@
 import ChatLinkAPI
+import LinkCore
 
 /// What the control socket asks of the daemon, and all it asks: `ControlService` reaches the
 /// backend link, the store and the outbox only through this. `Daemon` conforms
@@ -35,11 +36,11 @@ public protocol ControlTarget: AnyObject {
   func enqueue(
     room: RoomID?, text: String, id: String?,
     completion: @escaping (Result<SendReceipt, DaemonError>) -> Void)
-  /// Queues messages for one room, in order, all or none; `completion` gets one receipt for
-  /// all once all are durable, or one refusal.
+  /// Queues messages for one room, in order, all or none; `completion` gets their outbox
+  /// entries (the reply's ids and counts) once all are durable, or one refusal.
   func enqueue(
     room: RoomID?, texts: [String],
-    completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void)
+    completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void)
   /// Reads stored records off the loop; `completion` gets them oldest first, or
   /// `.storageFailed`.
   func history(

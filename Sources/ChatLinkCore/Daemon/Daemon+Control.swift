@@ -74,19 +74,13 @@ extension Daemon: ControlTarget {
 
   public func enqueue(
     room: RoomID?, texts: [String],
-    completion: @escaping (Result<SendBatchReceipt, DaemonError>) -> Void
+    completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
     if let reason = link.refusal(room: room) {
       return completion(.failure(.invalidParameter(parameter: "room", reason: reason)))
     }
     outbox.enqueue(room: room, texts: texts) { result in
-      switch result {
-      case .success(let entries):
-        let first = Int(clamping: entries.first?.count ?? 0)
-        completion(.success(SendBatchReceipt(ids: entries.map(\.id), count: first)))
-      case .failure(let error):
-        completion(.failure(Self.daemonError(error)))
-      }
+      completion(result.mapError(Self.daemonError))
     }
   }
 

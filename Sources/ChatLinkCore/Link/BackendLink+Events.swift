@@ -99,7 +99,7 @@ extension BackendLink {
     let time = Timestamp.now()
     for sent in confirmed {
       store.append(
-        direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.id,
+        direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.clientID,
         payload: sent.frame, scan: scan, time: time)
     }
     onConfirmed?(confirmed)

@@ -206,7 +206,7 @@ public final class BackendLink: WebSocketClientDelegate {
     case .disarm(let timer): timers[timer.rawValue].disarm()
     case .store(let record, let acknowledgement): storeInbound(record, acknowledgement)
     case .confirmed(let sent):
-      outbox.confirm(id: sent.entry.id)
+      outbox.confirm(sent.entry)
       storeOutbound([sent][...])
     case .confirmedThrough(let count, let entries):
       outbox.confirm(through: count)
@@ -266,7 +266,7 @@ public final class BackendLink: WebSocketClientDelegate {
   /// The backend refused `entry`: it leaves the outbox (at least once does not mean forever),
   /// and whoever waits for it learns why.
   private func failed(_ entry: OutboxEntry, _ reason: String) {
-    outbox.confirm(id: entry.id)
+    outbox.confirm(entry)
     lastFailure = "\(entry.id): \(reason)"
     logger.warning(
       "message refused by the backend",

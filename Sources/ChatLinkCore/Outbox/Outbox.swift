@@ -87,8 +87,9 @@ public final class Outbox {
 
   /// Whether a message with this client id is waiting.
   public func contains(id: String) -> Bool {
-    pending.contains { $0.id == id } || batchEntries.contains { $0.id == id }
-      || inFlightEntries.contains { $0.id == id }
+    pending.contains { $0.clientID.matches(id) }
+      || batchEntries.contains { $0.clientID.matches(id) }
+      || inFlightEntries.contains { $0.clientID.matches(id) }
   }
 
   /// Accepts a message; `completion` runs once it is durable (or refused).
@@ -101,7 +102,7 @@ public final class Outbox {
   ) {
     if let id {
       guard OutboxEntry.isValidID(id) else { return completion(.failure(.invalidID(id))) }
-      if let existing = pending.first(where: { $0.id == id }) {
+      if let existing = pending.first(where: { $0.clientID.matches(id) }) {
         return completion(.success(existing))
       }
       if waitForExisting(id: id, completion: completion) { return }
@@ -109,7 +110,7 @@ public final class Outbox {
     guard waitingCount < maxMessages else {
       return completion(.failure(.full(limit: maxMessages)))
     }
-    add(room: room, texts: CollectionOfOne(text), id: id) { result in
+    add(room: room, texts: [text], id: id) { result in
       completion(result.map { $0[$0.startIndex] })
     }
   }
@@ -138,11 +139,11 @@ public final class Outbox {
     let one: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void = { result in
       completion(result.map { $0[$0.startIndex] })
     }
-    if let index = batchEntries.firstIndex(where: { $0.id == id }) {
+    if let index = batchEntries.firstIndex(where: { $0.clientID.matches(id) }) {
       batchWaiters.append(Waiter(entries: index..<(index + 1), completion: one))
       return true
     }
-    if let index = inFlightEntries.firstIndex(where: { $0.id == id }) {
+    if let index = inFlightEntries.firstIndex(where: { $0.clientID.matches(id) }) {
       inFlightWaiters.append(Waiter(entries: index..<(index + 1), completion: one))
       return true
     }
@@ -153,7 +154,7 @@ public final class Outbox {
   private var waitingCount: Int { pending.count + batchEntries.count + inFlightEntries.count }
 
   private func add(
-    room: RoomID?, texts: some Collection<String>, id: String?,
+    room: RoomID?, texts: [String], id: String?,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
     let created = Timestamp.now()
@@ -161,22 +162,24 @@ public final class Outbox {
     // entries are worked on as locals (swapped out and back, so they stay unique), not as
     // properties checked for exclusive access at every append.
     let shared = OutboxLines.pieces(room: room, created: created, formatter: &timeFormatter)
+    var ids: [ClientID]
+    if let id {
+      ids = [.given(id)]
+    } else {
+      ids = []
+      ids.reserveCapacity(texts.count)
+      for _ in texts { ids.append(.generated(random.next())) }
+    }
+    let accepted = OutboxEntry.batch(
+      room: room, texts: texts, ids: ids, firstCount: nextCount, created: created)
     var lines: [UInt8] = []
     swap(&lines, &batch)
-    var added: [OutboxEntry] = []
-    swap(&added, &batchEntries)
-    let start = added.count
-    var count = nextCount
-    for text in texts {
-      let entry = OutboxEntry(
-        id: id ?? makeID(), room: room, text: text, count: count, created: created)
-      OutboxLines.appendAdd(entry, shared, to: &lines)
-      added.append(entry)
-      count += 1
-    }
-    nextCount = count
+    for entry in accepted { OutboxLines.appendAdd(entry, shared, to: &lines) }
     swap(&lines, &batch)
-    swap(&added, &batchEntries)
+    let start = batchEntries.count
+    batchEntries.append(contentsOf: accepted)
+    let count = nextCount + UInt64(accepted.count)
+    nextCount = count
     batchWaiters.append(Waiter(entries: start..<batchEntries.count, completion: completion))
     // An idle disk takes the batch at once; what arrives while it writes and fsyncs shares
     // the next job (group commit).
@@ -204,24 +207,36 @@ public final class Outbox {
     return confirmed
   }
 
-  /// Removes the entry with this client id (an echo confirms it), if it is pending.
-  ///
-  /// Echoes arrive in the order the messages went out, so the entry is almost always the
-  /// oldest one and the search stops at once.
+  /// Removes the entry with this client id, if it is pending.
   @discardableResult
   public func confirm(id: String) -> OutboxEntry? {
-    guard let index = entries.elements.firstIndex(where: { $0.id == id }) else { return nil }
+    remove { $0.clientID.matches(id) }
+  }
+
+  /// Removes `entry` (an echo or an acknowledgement confirmed it, or it failed), if it is
+  /// still pending.
+  ///
+  /// Confirmations arrive in the order the messages went out, so the entry is almost always
+  /// the oldest one and the search stops at once.
+  @discardableResult
+  public func confirm(_ entry: OutboxEntry) -> OutboxEntry? {
+    let count = entry.count
+    return remove { $0.count == count }
+  }
+
+  private func remove(where matches: (OutboxEntry) -> Bool) -> OutboxEntry? {
+    guard let index = entries.elements.firstIndex(where: matches) else { return nil }
     let entry = entries.remove(at: index)
-    appendAckLine(entry.id)
+    appendAckLine(entry.clientID)
     scheduleFlush()
     return entry
   }
 
-  private func appendAckLine(_ id: String) {
+  private func appendAckLine(_ id: ClientID) {
     // Into the same buffer as the adds: an ack only ever names an entry added by an earlier
     // (durable) job, so the order of the two kinds within a job does not matter.
     batch.append(#"{"op":"ack","id":"# as StaticString)
-    batch.appendJSONString(id)
+    id.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &batch) }
     batch.append("}\n" as StaticString)
   }
 
@@ -236,18 +251,6 @@ public final class Outbox {
   }
 
   private var idleWaiters: [() -> Void] = []
-
-  /// 16 lowercase hex digits of a random 64-bit value (one allocation: it runs per send).
-  private func makeID() -> String {
-    let value = random.next()
-    return String(unsafeUninitializedCapacity: 16) { buffer in
-      for i in 0..<16 {
-        let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
-        buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-      }
-      return 16
-    }
-  }
 
   private func scheduleFlush() {
     guard !flushPosted else { return }

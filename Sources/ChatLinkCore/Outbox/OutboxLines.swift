@@ -34,9 +34,8 @@ enum OutboxLines {
   ) {
     // Nearly every line needs no escapes: then it is written in one piece.
     if entry.isPlain {
-      var id = entry.id
       var text = entry.text
-      id.withUTF8 { id in
+      entry.clientID.withUTF8 { id in
         text.withUTF8 { text in
           let size =
             addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
@@ -55,7 +54,7 @@ enum OutboxLines {
       return
     }
     out.append(addOpening)
-    out.appendJSONString(entry.id)
+    entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     out += pieces.roomAndCount
     out.appendDecimal(entry.count)
     out += pieces.timeAndText

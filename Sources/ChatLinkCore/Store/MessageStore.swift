@@ -146,7 +146,7 @@ public final class MessageStore {
   /// Appends a record; returns its seq. It becomes durable asynchronously (`onDurable`).
   @discardableResult
   public func append(
-    direction: StoreRecord.Direction, room: [UInt8]?, clientID: String? = nil,
+    direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
     meta: [UInt8]? = nil, payload: Message, scan: PayloadScan = .unscanned,
     time: Timestamp = .now()
   ) -> UInt64 {

@@ -83,15 +83,16 @@ public struct StoreRecord: Sendable, Hashable {
     to out: inout [UInt8], scan: PayloadScan = .unscanned, formatter: inout TimestampFormatter
   ) {
     Self.appendLine(
-      seq: seq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
-      payload: payload, scan: scan, to: &out, formatter: &formatter)
+      seq: seq, time: time, direction: direction, room: room,
+      clientID: clientID.map(ClientID.given), meta: meta, payload: payload, scan: scan, to: &out,
+      formatter: &formatter)
   }
 
   /// Appends a record's line from its parts, without building the record: the store does
   /// this for every inbound frame, and a record built for it would retain and release each
   /// part once more.
   static func appendLine(
-    seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: String?,
+    seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
     meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
     formatter: inout TimestampFormatter
   ) {
@@ -122,21 +123,20 @@ public struct StoreRecord: Sendable, Hashable {
           scan
         }
       // A client id (an outbound record's) rides along when it needs no escapes, as ids do.
-      var id = clientID ?? ""
       let lineBytes =
         prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
-        + (clientID == nil ? 0 : idKey.utf8CodeUnitCount + id.utf8.count + 2)
+        + (clientID.map { idKey.utf8CodeUnitCount + $0.utf8Count + 2 } ?? 0)
       if case .json(hasLineBreaks: false) = known, meta == nil, lineBytes <= inlineLineLimit,
-        clientID == nil || id.withUTF8(JSONString.isPlain)
+        clientID?.isPlain ?? true
       {
         // The usual record: the whole line in one append, the payload copied twice (into the
         // stack, then into `out`), which costs less than three more appends.
         out.append(maxCount: lineBytes) { line in
           writePrefix(&line)
-          if clientID != nil {
+          if let clientID {
             line.write(typeJSON)
             line.write(idKey)
-            id.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+            clientID.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
             line.write(dataKey)
           } else {
             line.write(typeJSONData)
@@ -153,7 +153,7 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The rest of a text record's line, after the room, member by member.
   private static func appendText(
-    _ raw: UnsafeRawBufferPointer, _ scan: PayloadScan, _ clientID: String?, _ meta: [UInt8]?,
+    _ raw: UnsafeRawBufferPointer, _ scan: PayloadScan, _ clientID: ClientID?, _ meta: [UInt8]?,
     to out: inout [UInt8]
   ) {
     if case .json(let hasLineBreaks) = scan {
@@ -184,7 +184,7 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The rest of a binary record's line, after the room.
   private static func appendBinary(
-    _ bytes: [UInt8], _ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]
+    _ bytes: [UInt8], _ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]
   ) {
     out.append(typeBinary)
     appendID(clientID, meta, to: &out)
@@ -196,10 +196,10 @@ public struct StoreRecord: Sendable, Hashable {
   }
 
   /// The members between `type` and `data`: the client id and the meta object, when set.
-  private static func appendID(_ clientID: String?, _ meta: [UInt8]?, to out: inout [UInt8]) {
+  private static func appendID(_ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]) {
     if let clientID {
       out.append(idKey)
-      JSONString.append(clientID, to: &out)
+      clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     }
     if let meta {
       out.append(metaKey)
