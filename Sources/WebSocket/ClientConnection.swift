@@ -236,6 +236,11 @@ public final class ClientConnection {
     try openSession().send(message)
   }
 
+  /// Queues messages, in order, counting them in `queued` (see `FrameSession.send(contentsOf:)`).
+  public func send(contentsOf messages: [Message], queued: inout Int) throws(SendError) {
+    try openSession().send(contentsOf: messages, queued: &queued)
+  }
+
   /// Queues a ping.
   public func ping(_ payload: [UInt8] = []) throws(SendError) {
     try openSession().ping(payload)

@@ -282,6 +282,47 @@ public final class FrameSession {
     }
   }
 
+  /// Queues messages, in order, and counts them in `queued` as they go: a message that fails
+  /// (text that is not UTF-8) stops the run, and those before it stay queued.
+  ///
+  /// Without compression the encoder and the output buffer are taken once for the lot, not
+  /// checked for exclusive access per message: a run is a whole `SendBatch`'s worth.
+  public func send(contentsOf messages: [Message], queued: inout Int)
+    throws(ClientConnection.SendError)
+  {
+    guard deflater == nil else {
+      for message in messages {
+        try send(message)
+        queued += 1
+      }
+      return
+    }
+    guard state == .open else { throw .notOpen(.closing) }
+    var encoder = FrameEncoder()
+    swap(&encoder, &self.encoder)
+    var out: [UInt8] = []
+    swap(&out, &outbound)
+    defer {
+      swap(&encoder, &self.encoder)
+      swap(&out, &outbound)
+    }
+    for message in messages {
+      switch message {
+      case .text(let bytes):
+        let valid = bytes.withUnsafeBytes { raw in
+          var validator = UTF8Validator()
+          guard validator.validate(raw), validator.isComplete else { return false }
+          encoder.encode(opcode: .text, payload: raw, into: &out)
+          return true
+        }
+        guard valid else { throw .invalidUTF8 }
+      case .binary(let bytes):
+        bytes.withUnsafeBytes { encoder.encode(opcode: .binary, payload: $0, into: &out) }
+      }
+      queued += 1
+    }
+  }
+
   /// Queues a data message; text must already be valid UTF-8.
   func sendData(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer) throws(ClientConnection
     .SendError)

@@ -9,14 +9,16 @@ import CSystem
 /// libcrypto's DRBG and providers (memory that would stay resident), and the kernel's
 /// generator is what that DRBG seeds from anyway.
 public struct SecureRandomGenerator: RandomNumberGenerator {
-  private var pool = [UInt64](repeating: 0, count: 512)
-  private var index = 512
+  private var pool: [UInt64] = []
+  private var index = 0
 
-  /// Creates a generator; the first call to `next()` fills the pool.
+  /// Creates a generator; the first call to `next()` makes and fills the pool (so a generator
+  /// that is never used, or only stands in for another, costs nothing).
   public init() {}
 
   public mutating func next() -> UInt64 {
     if index == pool.count {
+      if pool.isEmpty { pool = [UInt64](repeating: 0, count: 512) }
       let filled = pool.withUnsafeMutableBytes { raw -> Bool in
         // More than 256 bytes may come back short (a signal): ask again for the rest.
         var offset = 0

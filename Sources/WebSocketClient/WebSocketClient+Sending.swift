@@ -38,11 +38,12 @@ extension WebSocketClient {
   /// Sends messages, in order: a run of them is one flush, not one per message.
   public func send(contentsOf messages: [Message]) throws(ClientConnection.SendError) {
     guard let connection else { throw .notOpen(.handshaking) }
-    defer { scheduleFlush() }
-    for message in messages {
-      try connection.send(message)
-      traffic?.messagesSent += 1
+    var queued = 0
+    defer {
+      traffic?.messagesSent += queued
+      scheduleFlush()
     }
+    try connection.send(contentsOf: messages, queued: &queued)
   }
 
   /// Sends a ping.

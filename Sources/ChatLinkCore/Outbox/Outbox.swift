@@ -168,7 +168,11 @@ public final class Outbox {
     } else {
       ids = []
       ids.reserveCapacity(texts.count)
-      for _ in texts { ids.append(.generated(random.next())) }
+      // Drawn from a local: the property would be checked for exclusive access per id.
+      var generator = SecureRandomGenerator()
+      swap(&generator, &random)
+      for _ in texts { ids.append(.generated(generator.next())) }
+      swap(&generator, &random)
     }
     let accepted = OutboxEntry.batch(
       room: room, texts: texts, ids: ids, firstCount: nextCount, created: created)
