@@ -22,9 +22,12 @@ public struct OutboxEntry: Sendable, Hashable {
       self.firstCount = firstCount
       self.texts = texts
       self.ids = ids
-      plain = zip(texts, ids).map { text, id in
-        var text = text
-        return text.withUTF8(JSONString.isPlain) && id.isPlain
+      plain = texts.indices.map { i in
+        // Read in place: a copy of each string would cost a reference count.
+        let text =
+          texts[i].utf8.withContiguousStorageIfAvailable(JSONString.isPlain)
+          ?? Array(texts[i].utf8).withUnsafeBufferPointer(JSONString.isPlain)
+        return text && (i >= ids.count || ids[i].isPlain)
       }
     }
   }
@@ -41,6 +44,16 @@ public struct OutboxEntry: Sendable, Hashable {
   public var room: RoomID? { batch.room }
   /// The message text.
   public var text: String { batch.texts[index] }
+  /// Calls `body` with the text's UTF-8 bytes, read where the batch keeps them (no copy of
+  /// the string, so no reference count). Not generic: across modules, a generic result would
+  /// look up its type's metadata on every call.
+  public func withTextUTF8(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    if batch.texts[index].utf8.withContiguousStorageIfAvailable(body) == nil {
+      var text = batch.texts[index]
+      text.withUTF8(body)
+    }
+  }
+
   /// A counter, monotonic across restarts; sent as the envelope's `count`.
   public var count: UInt64 { batch.firstCount + UInt64(index) }
   /// When it was accepted.

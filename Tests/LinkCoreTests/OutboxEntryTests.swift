@@ -53,6 +53,11 @@ final class OutboxEntryTests: XCTestCase {
     XCTAssertEqual(entries.map(\.room?.name), ["ops", "ops", "ops"])
     XCTAssertEqual(entries.map(\.created), [created, created, created])
     XCTAssertEqual(entries.map(\.isPlain), [true, false, true])
+    for entry in entries {
+      var bytes: [UInt8] = []
+      entry.withTextUTF8 { bytes = Array($0) }
+      XCTAssertEqual(bytes, Array(entry.text.utf8))
+    }
     // More texts than ids (or the other way round): as many entries as there are both.
     XCTAssertEqual(
       OutboxEntry.batch(

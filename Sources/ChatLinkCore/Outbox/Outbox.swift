@@ -178,7 +178,7 @@ public final class Outbox {
       room: room, texts: texts, ids: ids, firstCount: nextCount, created: created)
     var lines: [UInt8] = []
     swap(&lines, &batch)
-    for entry in accepted { OutboxLines.appendAdd(entry, shared, to: &lines) }
+    OutboxLines.appendAdds(accepted, shared, to: &lines)
     swap(&lines, &batch)
     let start = batchEntries.count
     batchEntries.append(contentsOf: accepted)

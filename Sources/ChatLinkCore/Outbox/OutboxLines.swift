@@ -28,24 +28,36 @@ enum OutboxLines {
 
   private static let addOpening: StaticString = #"{"op":"add","id":"#
 
-  /// Appends the `add` line of `entry`.
-  static func appendAdd(
-    _ entry: OutboxEntry, _ pieces: Pieces, to out: inout [UInt8]
+  /// Appends the `add` lines of `entries`, which share `pieces` (their room and time).
+  static func appendAdds(
+    _ entries: some Collection<OutboxEntry>, _ pieces: Pieces, to out: inout [UInt8]
+  ) {
+    // The pieces are read through pointers taken once for the lot: captured as arrays, each
+    // line would retain and release them.
+    pieces.roomAndCount.withUnsafeBytes { roomAndCount in
+      pieces.timeAndText.withUnsafeBytes { timeAndText in
+        for entry in entries { appendAdd(entry, roomAndCount, timeAndText, to: &out) }
+      }
+    }
+  }
+
+  private static func appendAdd(
+    _ entry: OutboxEntry, _ roomAndCount: UnsafeRawBufferPointer,
+    _ timeAndText: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
     // Nearly every line needs no escapes: then it is written in one piece.
     if entry.isPlain {
-      var text = entry.text
-      entry.clientID.withUTF8 { id in
-        text.withUTF8 { text in
+      entry.withTextUTF8 { text in
+        entry.clientID.withUTF8 { id in
           let size =
-            addOpening.utf8CodeUnitCount + id.count + pieces.roomAndCount.count + 20
-            + pieces.timeAndText.count + text.count + 6
+            addOpening.utf8CodeUnitCount + id.count + roomAndCount.count + 20
+            + timeAndText.count + text.count + 6
           out.append(maxCount: size) { line in
             line.write(addOpening)
             line.writeQuoted(UnsafeRawBufferPointer(id))
-            line.write(pieces.roomAndCount)
+            line.write(roomAndCount)
             line.writeDecimal(entry.count)
-            line.write(pieces.timeAndText)
+            line.write(timeAndText)
             line.writeQuoted(UnsafeRawBufferPointer(text))
             line.write("}\n")
           }
@@ -55,10 +67,10 @@ enum OutboxLines {
     }
     out.append(addOpening)
     entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
-    out += pieces.roomAndCount
+    out.append(contentsOf: roomAndCount)
     out.appendDecimal(entry.count)
-    out += pieces.timeAndText
-    out.appendJSONString(entry.text)
+    out.append(contentsOf: timeAndText)
+    entry.withTextUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     out.append("}\n" as StaticString)
   }
 
@@ -80,7 +92,7 @@ enum OutboxLines {
           pieces(room: entry.room, created: entry.created, formatter: &formatter)
         )
       }
-      if let shared { appendAdd(entry, shared.2, to: &image) }
+      if let shared { appendAdds(CollectionOfOne(entry), shared.2, to: &image) }
     }
     return image
   }
