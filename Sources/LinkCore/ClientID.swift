@@ -47,6 +47,23 @@ public enum ClientID: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// Appends the id as a JSON string (quoted, escaped if it must be).
+  public func appendJSON(to out: inout [UInt8]) {
+    switch self {
+    case .generated(let value):
+      out.append(maxCount: 18) { line in
+        line.write(UInt8(ascii: "\""))
+        for i in 0..<16 {
+          let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
+          line.write(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10)
+        }
+        line.write(UInt8(ascii: "\""))
+      }
+    case .given(let text):
+      JSONString.append(text, to: &out)
+    }
+  }
+
   /// Whether the id goes into a JSON string as it is (a drawn one always does).
   public var isPlain: Bool {
     switch self {

@@ -38,7 +38,7 @@ struct MessageFields: Sendable {
     out += senderAndCountKey
     out.appendDecimal(entry.count)
     out += clientIDKey
-    entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
+    entry.clientID.appendJSON(to: &out)
     out.append(UInt8(ascii: "}"))
   }
 
@@ -54,8 +54,11 @@ struct MessageFields: Sendable {
         let size =
           prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count
           + senderAndCountKey.count + 20 + clientIDKey.count + id.count + 6
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-          guard let base = buffer.baseAddress else { return }
+        // Written on the stack, then copied into an array made from the bytes: cheaper than
+        // `[UInt8](unsafeUninitializedCapacity:)`, which allocates through the standard
+        // library's unspecialized buffer code and looks up the element type's metadata.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+          guard let base = buffer.baseAddress else { return [] }
           var out = ByteWriter(base)
           out.write(prefix)
           out.write(roomKey)
@@ -68,7 +71,7 @@ struct MessageFields: Sendable {
           out.writeQuoted(UnsafeRawBufferPointer(id))
           out.write(UInt8(ascii: "}"))
           out.write(suffix)
-          count = out.position - base
+          return [UInt8](UnsafeBufferPointer(start: base, count: out.position - base))
         }
       }
     }

@@ -15,6 +15,13 @@ final class OutboxEntryTests: XCTestCase {
     }
   }
 
+  func testAnIDIsWrittenAsAJSONString() {
+    var out: [UInt8] = Array("[".utf8)
+    ClientID.generated(0x00ab_cdef_0123_4567).appendJSON(to: &out)
+    ClientID.given("say \"hi\"").appendJSON(to: &out)
+    XCTAssertEqual(String(decoding: out, as: UTF8.self), #"["00abcdef01234567""say \"hi\"""#)
+  }
+
   func testIDsAreEqualAndHashAlikeWhenTheirTextsAre() {
     // A drawn id read back from the outbox log is a given one with the same digits.
     let drawn = ClientID.generated(0x0123_4567_89ab_cdef)

@@ -32,7 +32,7 @@ extension ControlService {
     for entry in entries {
       if !first { out.append(UInt8(ascii: ",")) }
       first = false
-      entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
+      entry.clientID.appendJSON(to: &out)
     }
     out.append(#"],"count":"# as StaticString)
     out.appendDecimal(entries.first?.count ?? 0)

@@ -240,7 +240,7 @@ public final class Outbox {
     // Into the same buffer as the adds: an ack only ever names an entry added by an earlier
     // (durable) job, so the order of the two kinds within a job does not matter.
     batch.append(#"{"op":"ack","id":"# as StaticString)
-    id.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &batch) }
+    id.appendJSON(to: &batch)
     batch.append("}\n" as StaticString)
   }
 

@@ -66,7 +66,7 @@ enum OutboxLines {
       return
     }
     out.append(addOpening)
-    entry.clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
+    entry.clientID.appendJSON(to: &out)
     out.append(contentsOf: roomAndCount)
     out.appendDecimal(entry.count)
     out.append(contentsOf: timeAndText)

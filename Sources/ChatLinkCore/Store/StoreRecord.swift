@@ -199,7 +199,7 @@ public struct StoreRecord: Sendable, Hashable {
   private static func appendID(_ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]) {
     if let clientID {
       out.append(idKey)
-      clientID.withUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
+      clientID.appendJSON(to: &out)
     }
     if let meta {
       out.append(metaKey)
