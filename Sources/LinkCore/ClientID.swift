@@ -36,15 +36,19 @@ public enum ClientID: Sendable, Hashable, CustomStringConvertible {
     switch self {
     case .generated(let value):
       return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digits in
-        for i in 0..<16 {
-          let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
-          digits[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-        }
+        for i in 0..<16 { digits[i] = Self.digit(i, of: value) }
         return try body(UnsafeBufferPointer(digits))
       }
     case .given(var text):
       return try text.withUTF8(body)
     }
+  }
+
+  /// The `i`th of a drawn id's 16 lowercase hex digits, most significant first.
+  @inlinable @inline(__always)
+  static func digit(_ i: Int, of value: UInt64) -> UInt8 {
+    let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
+    return nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
   }
 
   /// Appends the id as a JSON string (quoted, escaped if it must be).
@@ -53,10 +57,7 @@ public enum ClientID: Sendable, Hashable, CustomStringConvertible {
     case .generated(let value):
       out.append(maxCount: 18) { line in
         line.write(UInt8(ascii: "\""))
-        for i in 0..<16 {
-          let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * i)) & 0xF
-          line.write(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10)
-        }
+        for i in 0..<16 { line.write(Self.digit(i, of: value)) }
         line.write(UInt8(ascii: "\""))
       }
     case .given(let text):

@@ -158,9 +158,9 @@ public final class Outbox {
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
     let created = Timestamp.now()
-    // What every line of this call shares (room, time) is formatted once; the batch and its
-    // entries are worked on as locals (swapped out and back, so they stay unique), not as
-    // properties checked for exclusive access at every append.
+    // What every line of this call shares (room, time) is formatted once; the lines are
+    // written into a local (swapped out and back, so the buffer stays unique), not into a
+    // property checked for exclusive access at every append.
     let shared = OutboxLines.pieces(room: room, created: created, formatter: &timeFormatter)
     var ids: [ClientID]
     if let id {
@@ -182,8 +182,7 @@ public final class Outbox {
     swap(&lines, &batch)
     let start = batchEntries.count
     batchEntries.append(contentsOf: accepted)
-    let count = nextCount + UInt64(accepted.count)
-    nextCount = count
+    nextCount += UInt64(accepted.count)
     batchWaiters.append(Waiter(entries: start..<batchEntries.count, completion: completion))
     // An idle disk takes the batch at once; what arrives while it writes and fsyncs shares
     // the next job (group commit).
