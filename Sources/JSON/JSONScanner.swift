@@ -37,20 +37,20 @@ public struct JSONScanner {
   /// Validates `buffer` as one JSON value; nil when it is not JSON.
   ///
   /// - Parameters:
-  ///   - topLevelKeys: keys of the top-level object whose value ranges to report.
-  ///   - nestedIn: the index (in `topLevelKeys`) of an object-valued key to look inside.
-  ///   - nestedKeys: keys inside that object whose value ranges to report.
+  ///   - topLevel: keys of the top-level object whose value ranges to report.
+  ///   - nestedIn: the index (in `topLevel`) of an object-valued key to look inside.
+  ///   - nested: keys inside that object whose value ranges to report.
   ///   - knownUTF8: the caller has validated the bytes as UTF-8 already (text frames are), so
   ///     strings need not be checked again.
   ///   - maxDepth: the deepest nesting accepted, at most `JSONScanner.maxDepth`.
   public static func scan(
-    _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
-    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
+    _ buffer: UnsafeRawBufferPointer, topLevel: Keys = .none, nestedIn: Int? = nil,
+    nested: Keys = .none, knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
     var result = Result()
     let ok = scan(
-      buffer, topLevelKeys: topLevelKeys, nestedIn: nestedIn, nestedKeys: nestedKeys,
-      knownUTF8: knownUTF8, maxDepth: maxDepth, into: &result)
+      buffer, topLevel: topLevel, nestedIn: nestedIn, nested: nested, knownUTF8: knownUTF8,
+      maxDepth: maxDepth, into: &result)
     return ok ? result : nil
   }
 
@@ -59,37 +59,24 @@ public struct JSONScanner {
   /// result (fields of two levels) is filled where the caller keeps it instead of being
   /// copied out as an optional, which costs a frame's worth of copying.
   public static func scan(
-    _ buffer: UnsafeRawBufferPointer, topLevelKeys: [[UInt8]] = [], nestedIn: Int? = nil,
-    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth,
+    _ buffer: UnsafeRawBufferPointer, topLevel: Keys, nestedIn: Int? = nil,
+    nested: Keys = .none, knownUTF8: Bool = false, maxDepth: Int = maxDepth,
     into result: inout Result
   ) -> Bool {
     result = Result(
-      topLevel: FieldRanges(count: topLevelKeys.count),
-      nested: FieldRanges(count: nestedKeys.count), hasLineBreaks: false, isObject: false)
+      topLevel: FieldRanges(count: topLevel.count), nested: FieldRanges(count: nested.count),
+      hasLineBreaks: false, isObject: false)
     guard buffer.count <= Self.maxLength else { return false }
     var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     scanner.skipWhitespace()
     guard scanner.index < scanner.count else { return false }
     result.isObject = scanner.peek == UInt8(ascii: "{")
     let ok: Bool
-    if result.isObject && !topLevelKeys.isEmpty {
-      ok = scanner.object { scanner, key, start in
-        guard let which = topLevelKeys.firstIndex(where: { scanner.keyEquals(key, $0) }) else {
-          return scanner.value()
+    if result.isObject && topLevel.count > 0 {
+      ok = topLevel.withTable { top in
+        nested.withTable { inner in
+          scanner.members(top, nestedIn: nestedIn, inner, into: &result)
         }
-        if which == nestedIn {
-          // The last of duplicate keys wins, as in JSONValue: whatever an earlier occurrence
-          // held must not be reported as if this one held it.
-          for i in result.nested.indices { result.nested[i] = nil }
-        }
-        if which == nestedIn && scanner.peek == UInt8(ascii: "{") {
-          guard scanner.fields(nestedKeys, into: &result.nested) else { return false }
-          result.topLevel[which] = start..<scanner.index
-          return true
-        }
-        guard scanner.value() else { return false }
-        result.topLevel[which] = start..<scanner.index
-        return true
       }
     } else {
       ok = scanner.value()
@@ -101,31 +88,55 @@ public struct JSONScanner {
     return true
   }
 
+  /// The top-level object's members: `top`'s fields, and `inner`'s inside member `nestedIn`.
+  private mutating func members(
+    _ top: Table, nestedIn: Int?, _ inner: Table, into result: inout Result
+  ) -> Bool {
+    object { scanner, key, start in
+      guard let which = scanner.index(of: key, in: top) else { return scanner.value() }
+      if which == nestedIn {
+        // The last of duplicate keys wins, as in JSONValue: whatever an earlier occurrence
+        // held must not be reported as if this one held it.
+        for i in result.nested.indices { result.nested[i] = nil }
+      }
+      if which == nestedIn && scanner.peek == UInt8(ascii: "{") {
+        guard scanner.fields(inner, into: &result.nested) else { return false }
+        result.topLevel[which] = start..<scanner.index
+        return true
+      }
+      guard scanner.value() else { return false }
+      result.topLevel[which] = start..<scanner.index
+      return true
+    }
+  }
+
   /// Validates `buffer` as one JSON array; nil when it is not JSON or not an array.
   ///
   /// The result's `topLevel` holds the ranges of the first `elements` elements (fewer when
-  /// the array is shorter: the rest are nil), and `nested` the ranges of `nestedKeys` inside
+  /// the array is shorter: the rest are nil), and `nested` the ranges of `nested` keys inside
   /// element `nestedIn` when that element is an object. A Socket.IO event (`["name", {…}]`)
   /// is read this way, in one pass.
   public static func scanArray(
     _ buffer: UnsafeRawBufferPointer, elements: Int, nestedIn: Int? = nil,
-    nestedKeys: [[UInt8]] = [], knownUTF8: Bool = false, maxDepth: Int = maxDepth
+    nested: Keys = .none, knownUTF8: Bool = false, maxDepth: Int = maxDepth
   ) -> Result? {
     guard buffer.count <= Self.maxLength else { return nil }
     var scanner = JSONScanner(buffer, knownUTF8: knownUTF8, limit: min(maxDepth, Self.maxDepth))
     var result = Result(
-      topLevel: FieldRanges(count: elements), nested: FieldRanges(count: nestedKeys.count),
+      topLevel: FieldRanges(count: elements), nested: FieldRanges(count: nested.count),
       hasLineBreaks: false, isObject: false)
     scanner.skipWhitespace()
     guard scanner.peek == UInt8(ascii: "[") else { return nil }
-    let ok = scanner.array { scanner, position, start in
-      if position == nestedIn && scanner.peek == UInt8(ascii: "{") {
-        guard scanner.fields(nestedKeys, into: &result.nested) else { return false }
-      } else {
-        guard scanner.value() else { return false }
+    let ok = nested.withTable { inner in
+      scanner.array { scanner, position, start in
+        if position == nestedIn && scanner.peek == UInt8(ascii: "{") {
+          guard scanner.fields(inner, into: &result.nested) else { return false }
+        } else {
+          guard scanner.value() else { return false }
+        }
+        if position < elements { result.topLevel[position] = start..<scanner.index }
+        return true
       }
-      if position < elements { result.topLevel[position] = start..<scanner.index }
-      return true
     }
     guard ok else { return nil }
     scanner.skipWhitespace()
@@ -215,11 +226,9 @@ public struct JSONScanner {
   }
 
   /// Parses an object, reporting the value ranges of `keys` into `ranges`.
-  private mutating func fields(_ keys: [[UInt8]], into ranges: inout FieldRanges) -> Bool {
+  private mutating func fields(_ keys: Table, into ranges: inout FieldRanges) -> Bool {
     object { scanner, key, start in
-      guard let which = keys.firstIndex(where: { scanner.keyEquals(key, $0) }) else {
-        return scanner.value()
-      }
+      guard let which = scanner.index(of: key, in: keys) else { return scanner.value() }
       guard scanner.value() else { return false }
       ranges[which] = start..<scanner.index
       return true
@@ -364,24 +373,19 @@ public struct JSONScanner {
     var escaped: Bool
   }
 
-  @inline(never)
-  private func escapedKeyEquals(_ key: Key, _ expected: [UInt8]) -> Bool {
-    let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
-    return JSONString.unescape(raw) == expected
+  /// Which of `keys` this member's key is: compared as raw bytes, or decoded when it has
+  /// escapes.
+  @inline(__always)
+  private func index(of key: Key, in keys: Table) -> Int? {
+    if key.escaped { return escapedIndex(of: key, in: keys) }
+    return keys.index(
+      of: UnsafeBufferPointer(start: base + key.range.lowerBound, count: key.range.count))
   }
 
-  /// Compares a key with `expected`: as raw bytes, or decoded when it has escapes. Every
-  /// member of every inbound frame is compared with each requested key, and most differ in
-  /// length: those are settled by the length alone.
-  private func keyEquals(_ key: Key, _ expected: [UInt8]) -> Bool {
-    if key.escaped { return escapedKeyEquals(key, expected) }
-    guard key.range.count == expected.count else { return false }
-    return expected.withUnsafeBufferPointer { want in
-      var i = 0
-      let start = base + key.range.lowerBound
-      while i < want.count && start[i] == want[i] { i += 1 }
-      return i == want.count
-    }
+  @inline(never)
+  private func escapedIndex(of key: Key, in keys: Table) -> Int? {
+    let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
+    return JSONString.unescape(raw).withUnsafeBufferPointer { keys.index(of: $0) }
   }
 }
 

@@ -22,8 +22,8 @@ public struct EnvelopeNames: Sendable, Hashable {
 /// `{"event":"send-message","data":{"room_id":7,"message":"hi","sender":"ops-bot","count":1,"client_id":"…"}}`.
 public struct EnvelopeProtocol: BackendProtocol {
   private let names: EnvelopeNames
-  private let topKeys: [[UInt8]]
-  private let nestedKeys: [[UInt8]]
+  private let topKeys: JSONScanner.Keys
+  private let nestedKeys: JSONScanner.Keys
   private let fields: MessageFields
   // `{"event":"send-message","data":`, quoted once instead of for every message.
   private let sendOpening: [UInt8]
@@ -37,8 +37,8 @@ public struct EnvelopeProtocol: BackendProtocol {
   /// Creates the adapter.
   public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
     self.names = names
-    topKeys = [Array(names.eventField.utf8), Array(names.dataField.utf8)]
-    nestedKeys = [Array(names.roomField.utf8), Array(names.clientIDField.utf8)]
+    topKeys = JSONScanner.Keys([names.eventField, names.dataField])
+    nestedKeys = JSONScanner.Keys([names.roomField, names.clientIDField])
     fields = MessageFields(names: names, sender: sender)
     sendOpening = Self.opening(names, names.sendEvent)
     messageEventName = Array(names.messageEvent.utf8)
@@ -99,7 +99,7 @@ public struct EnvelopeProtocol: BackendProtocol {
     let isJSON = bytes.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       JSONScanner.scan(
-        raw, topLevelKeys: topKeys, nestedIn: 1, nestedKeys: nestedKeys, knownUTF8: true,
+        raw, topLevel: topKeys, nestedIn: 1, nested: nestedKeys, knownUTF8: true,
         maxDepth: JSONScanner.embeddedMaxDepth, into: &scan)
     }
     guard isJSON else {

@@ -26,7 +26,7 @@ extension SocketIOProtocol {
   func eventRecord(_ data: UnsafeRawBufferPointer) -> InboundMessage? {
     guard
       let scan = JSONScanner.scanArray(
-        data, elements: 2, nestedIn: 1, nestedKeys: roomKeys, knownUTF8: true,
+        data, elements: 2, nestedIn: 1, nested: roomKeys, knownUTF8: true,
         maxDepth: JSONScanner.embeddedMaxDepth - 1),
       let name = scan.topLevel[0], data[name.lowerBound] == UInt8(ascii: "\"")
     else { return nil }

@@ -43,8 +43,8 @@ public struct SocketIOProtocol: BackendProtocol {
   let fields: MessageFields
   /// The namespace as it prefixes packets (`/admin,`), empty for the main namespace.
   let namespacePrefix: [UInt8]
-  let roomKeys: [[UInt8]]
-  private let errorKeys: [[UInt8]] = [Array("error".utf8)]
+  let roomKeys: JSONScanner.Keys
+  private let errorKeys = JSONScanner.Keys(["error"])
   let sendEventName: [UInt8]
 
   /// The namespace's sid, once connected.
@@ -65,7 +65,7 @@ public struct SocketIOProtocol: BackendProtocol {
     namespacePrefix =
       settings.namespace == "/" || settings.namespace.isEmpty
       ? [] : Array(settings.namespace.utf8) + [UInt8(ascii: ",")]
-    roomKeys = [Array(settings.names.roomField.utf8)]
+    roomKeys = JSONScanner.Keys([settings.names.roomField])
     var name: [UInt8] = []
     JSONString.append(settings.names.sendEvent, to: &name)
     sendEventName = name
@@ -317,10 +317,10 @@ public struct SocketIOProtocol: BackendProtocol {
   }
 
   /// The error an ack carries: its first argument's non-null `error` member, as text.
-  static func ackError(_ data: UnsafeRawBufferPointer, _ keys: [[UInt8]]) -> String? {
+  static func ackError(_ data: UnsafeRawBufferPointer, _ keys: JSONScanner.Keys) -> String? {
     guard
       let scan = JSONScanner.scanArray(
-        data, elements: 1, nestedIn: 0, nestedKeys: keys, knownUTF8: true),
+        data, elements: 1, nestedIn: 0, nested: keys, knownUTF8: true),
       let range = scan.nested[0]
     else { return nil }
     let value = UnsafeRawBufferPointer(rebasing: data[range])

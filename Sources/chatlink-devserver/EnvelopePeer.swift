@@ -5,8 +5,8 @@ import WebSocket
 /// A client speaking the envelope protocol: `{"event":"join-room","data":{"room_id":7}}`,
 /// `leave-room`, `send-message`; it receives `{"event":"message","data":{…}}`.
 final class EnvelopePeer: Peer {
-  private static let keys = [Array("event".utf8), Array("data".utf8)]
-  private static let dataKeys = ["room_id", "message", "sender", "client_id"].map { Array($0.utf8) }
+  private static let keys = JSONScanner.Keys(["event", "data"])
+  private static let dataKeys = JSONScanner.Keys(["room_id", "message", "sender", "client_id"])
 
   override func admit(_ request: HTTPRequestHead) -> HTTPRefusal? {
     server.authorized(request) ? nil : .unauthorized
@@ -26,7 +26,7 @@ final class EnvelopePeer: Peer {
     bytes.withUnsafeBytes { raw in
       guard
         let scan = JSONScanner.scan(
-          raw, topLevelKeys: Self.keys, nestedIn: 1, nestedKeys: Self.dataKeys),
+          raw, topLevel: Self.keys, nestedIn: 1, nested: Self.dataKeys),
         let event = string(raw, scan.topLevel[0]), let roomRange = scan.nested[0]
       else {
         send(

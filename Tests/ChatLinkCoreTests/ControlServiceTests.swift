@@ -300,7 +300,11 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(code, 1001)
   }
 
-  func testSubscribersAreCountedUntilTheLastOneHangsUp() throws {
+  func testSubscribersAreCountedUntilTheLastOneHangsUpAndTheDaemonHearsOfTheFirstAndTheLast()
+    throws
+  {
+    var following: [Bool] = []
+    fixture.service.onFollowingChanged = { following.append($0) }
     var first: ControlTestClient? = try fixture.client()
     var second: ControlTestClient? = try fixture.client()
     for client in [first, second] {
@@ -325,6 +329,9 @@ final class ControlServiceTests: XCTestCase {
     try spin { !fixture.service.hasSubscribers }
     XCTAssertEqual(fixture.server.subscriberCount, 0)
     XCTAssertFalse(fixture.service.hasSubscribers)
+    // Told once when the first stream started and once when the last ended, not for the
+    // second subscriber, the replaced filter or the first to hang up.
+    XCTAssertEqual(following, [true, false])
   }
 
   func testASubscriptionPassesItsRoomAndEventsAboutNoRoom() {

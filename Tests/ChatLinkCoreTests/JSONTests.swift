@@ -7,8 +7,7 @@ final class JSONTests: XCTestCase {
   {
     Array(text.utf8).withUnsafeBytes {
       JSONScanner.scan(
-        $0, topLevelKeys: top.map { Array($0.utf8) }, nestedIn: nestedIn,
-        nestedKeys: nested.map { Array($0.utf8) })
+        $0, topLevel: JSONScanner.Keys(top), nestedIn: nestedIn, nested: JSONScanner.Keys(nested))
     }
   }
 
@@ -73,7 +72,7 @@ final class JSONTests: XCTestCase {
           let content = head + middle + tail
           let text = Array(#"{"k":""#.utf8) + content + Array(#""}"#.utf8)
           let result = text.withUnsafeBytes {
-            JSONScanner.scan($0, topLevelKeys: [Array("k".utf8)])
+            JSONScanner.scan($0, topLevel: JSONScanner.Keys(["k"]))
           }
           XCTAssertEqual(
             result?.topLevel[0], 5..<(7 + content.count), "\(before) \(middle) \(after)")
@@ -86,7 +85,7 @@ final class JSONTests: XCTestCase {
         let pair =
           Array(#"{"k":""#.utf8) + head + Array(#"","z":""#.utf8) + tail + Array(#""}"#.utf8)
         let ranges = pair.withUnsafeBytes {
-          JSONScanner.scan($0, topLevelKeys: [Array("k".utf8), Array("z".utf8)])?.topLevel
+          JSONScanner.scan($0, topLevel: JSONScanner.Keys(["k", "z"]))?.topLevel
         }
         XCTAssertEqual(ranges?[0], 5..<(7 + before))
         XCTAssertEqual(ranges?[1], (12 + before)..<(14 + before + after))
@@ -145,13 +144,13 @@ final class JSONTests: XCTestCase {
     for keys in [(["event", "data"], ["room_id", "client_id"]), (["x"], [])] {
       for text in texts {
         let bytes = Array(text.utf8)
-        let top = keys.0.map { Array($0.utf8) }
-        let nested = keys.1.map { Array($0.utf8) }
+        let top = JSONScanner.Keys(keys.0)
+        let nested = JSONScanner.Keys(keys.1)
         let returned = bytes.withUnsafeBytes {
-          JSONScanner.scan($0, topLevelKeys: top, nestedIn: 1, nestedKeys: nested)
+          JSONScanner.scan($0, topLevel: top, nestedIn: 1, nested: nested)
         }
         let ok = bytes.withUnsafeBytes {
-          JSONScanner.scan($0, topLevelKeys: top, nestedIn: 1, nestedKeys: nested, into: &kept)
+          JSONScanner.scan($0, topLevel: top, nestedIn: 1, nested: nested, into: &kept)
         }
         XCTAssertEqual(ok, returned != nil, text)
         if let returned { XCTAssertEqual(kept, returned, text) }
@@ -168,6 +167,26 @@ final class JSONTests: XCTestCase {
     XCTAssertEqual(slice(text, result?.nested[1]), "\"c-1\"")
     XCTAssertEqual(result?.isObject, true)
     XCTAssertEqual(result?.hasLineBreaks, false)
+  }
+
+  func testKeysOfOneLengthPrefixesTheEmptyKeyAndEscapedOnesAreEachFoundForThemselves() {
+    let keys = ["ab", "ba", "a", "", "é", "abc"]
+    // Members in another order, with look-alikes that match no key (a longer or shorter key,
+    // another case), one key escaped and one non-ASCII.
+    let text =
+      #"{"abcd":0,"abc":1,"A":9,"ba":2,"":3,"é":4,"ab":5,"a":6,"b":7,"éx":8}"#
+    let result = scan(text, top: keys)
+    XCTAssertEqual(
+      keys.indices.map { slice(text, result?.topLevel[$0]) }, ["5", "2", "6", "3", "4", "1"])
+    let nested = #"{"x":{"ba":1,"ab":2},"y":3}"#
+    let inner = scan(nested, top: ["y", "x"], nestedIn: 1, nested: ["ab", "ba", "c"])
+    XCTAssertEqual(slice(nested, inner?.nested[0]), "2")
+    XCTAssertEqual(slice(nested, inner?.nested[1]), "1")
+    XCTAssertNil(inner?.nested[2])
+    XCTAssertEqual(slice(nested, inner?.topLevel[0]), "3")
+    XCTAssertEqual(JSONScanner.Keys(keys).count, 6)
+    XCTAssertEqual(JSONScanner.Keys.none.count, 0)
+    XCTAssertEqual(JSONScanner.Keys(["k"]), JSONScanner.Keys([Array("k".utf8)]))
   }
 
   /// `{"data":{"room_id":"A"},"data":{…}}` must not be filed under room A: the last of

@@ -108,9 +108,14 @@ public final class ControlServer {
 
   /// Send receipts watched by all connections together (Send with "more").
   var watchedSendCount = 0
-  /// Connections with an active Subscribe stream: counted, not searched for, since every
-  /// inbound message asks whether there are any.
-  var subscriberCount = 0
+  /// Connections with an active Subscribe stream.
+  var subscriberCount = 0 {
+    didSet {
+      if (oldValue == 0) != (subscriberCount == 0) { onFollowing?(subscriberCount > 0) }
+    }
+  }
+  /// Told when the first Subscribe stream starts (true) and when the last one ends (false).
+  var onFollowing: ((Bool) -> Void)?
 
   /// Every open connection, for publishing events.
   var all: Dictionary<ObjectIdentifier, ControlConnection>.Values { connections.values }

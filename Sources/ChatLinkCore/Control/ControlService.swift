@@ -46,6 +46,13 @@ public final class ControlService {
     server.subscriberCount > 0
   }
 
+  /// Told when the first Subscribe stream starts (true) and when the last one ends (false):
+  /// the daemon builds message events only while someone follows.
+  public var onFollowingChanged: ((Bool) -> Void)? {
+    get { server.onFollowing }
+    set { server.onFollowing = newValue }
+  }
+
   /// A room a caller named, checked; nil when none was named.
   func roomID(_ name: String?) throws(DaemonError) -> RoomID? {
     guard let name else { return nil }

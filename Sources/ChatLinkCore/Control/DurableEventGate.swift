@@ -39,7 +39,6 @@ struct DurableEventGate<Event> {
 
   /// Drops every waiting event (nobody listens any more).
   mutating func removeAll() {
-    // Called for every inbound record while nobody listens: nothing to do then.
     guard !waiting.isEmpty else { return }
     waiting.removeAll()
     head = 0

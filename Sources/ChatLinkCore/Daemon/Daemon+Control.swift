@@ -130,15 +130,13 @@ extension Daemon: ControlTarget {
     // fsynced. Under Sync=batch and none it goes out at once, before the fsync (the event's
     // seq against GetStatus's durable_seq tells whether it is durable yet).
     let waitForFsync = store.options.sync == .always
-    // Called for every inbound record: unowned(unsafe) spares it the atomic reference count
-    // of a checked unowned reference. The daemon owns the link, which owns this closure and
-    // calls it only from its own methods, so the daemon outlives every call.
-    link.onInbound = { [unowned(unsafe) self] inbound, seq, time in
-      // Most of the time nobody follows: build nothing then.
-      guard let service = self.service, service.hasSubscribers else {
-        self.heldMessages.removeAll()
-        return
-      }
+    // Called for every inbound record while someone follows: unowned(unsafe) spares it the
+    // atomic reference count of a checked unowned reference. The daemon owns the link, which
+    // owns this closure and calls it only from its own methods, so the daemon outlives every
+    // call.
+    let inbound: (InboundMessage, UInt64, Timestamp) -> Void = {
+      [unowned(unsafe) self] inbound, seq, time in
+      guard let service = self.service else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
       let held = HeldMessage(
         record: StoreRecord(
@@ -150,6 +148,13 @@ extension Daemon: ControlTarget {
         service.publishMessage(
           ready.record, scan: ready.scan, room: ready.room, namedEvents: namedEvents)
       }
+    }
+    // Most of the time nobody follows: the link then calls nothing for an inbound record
+    // (asking each time whether anyone follows cost reference counting on every frame).
+    link.onInbound = service?.hasSubscribers == true ? inbound : nil
+    service?.onFollowingChanged = { [unowned self] following in
+      self.link.onInbound = following ? inbound : nil
+      if !following { self.heldMessages.removeAll() }
     }
     link.onDurable = { [unowned self] seq in
       guard waitForFsync else { return }

@@ -24,7 +24,7 @@ struct OutboxLog {
   private enum Key: Int, CaseIterable {
     case op, id, room, count, time, text, through
   }
-  private static let keys = Key.allCases.map { Array("\($0)".utf8) }
+  private static let keys = JSONScanner.Keys(Key.allCases.map { "\($0)" })
 
   /// Replays a log; an `add` without a time gets the present one.
   init(replaying data: [UInt8]) {
@@ -40,7 +40,7 @@ struct OutboxLog {
   }
 
   private mutating func apply(_ line: UnsafeRawBufferPointer) {
-    guard let scan = JSONScanner.scan(line, topLevelKeys: Self.keys) else {
+    guard let scan = JSONScanner.scan(line, topLevel: Self.keys) else {
       corruptLines += 1
       return
     }
