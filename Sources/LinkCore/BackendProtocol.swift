@@ -57,8 +57,9 @@ public protocol BackendProtocol {
   mutating func read(_ message: Message) -> ProtocolReading
   /// Reads one inbound frame into `reading`, which starts empty. The core calls this one: a
   /// dialect that reads every frame of a flood fills the caller's reading in place, where a
-  /// returned one would be copied and destroyed once more. By default, `read(_:)`.
-  mutating func read(_ message: Message, into reading: inout ProtocolReading)
+  /// returned one would be copied and destroyed once more; the frame is the dialect's to keep
+  /// (a record of it as it came takes it without a copy). By default, `read(_:)`.
+  mutating func read(_ message: consuming Message, into reading: inout ProtocolReading)
   /// What the store's "out" record keeps of a frame `encode` made.
   func storedForm(of frame: Message) -> Message
   /// Why the backend refused us, read from a close it sent before the session was ready
@@ -82,7 +83,7 @@ extension BackendProtocol {
     ProtocolOpening(frames: [], ready: true)
   }
   public mutating func heartbeat() -> Message? { nil }
-  public mutating func read(_ message: Message, into reading: inout ProtocolReading) {
+  public mutating func read(_ message: consuming Message, into reading: inout ProtocolReading) {
     reading = read(message)
   }
 }

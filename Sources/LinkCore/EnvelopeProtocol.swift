@@ -89,14 +89,14 @@ public struct EnvelopeProtocol: BackendProtocol {
     return reading
   }
 
-  public mutating func read(_ message: Message, into reading: inout ProtocolReading) {
-    guard case .text(let bytes) = message else {
+  public mutating func read(_ message: consuming Message, into reading: inout ProtocolReading) {
+    guard message.isText else {
       reading.record = InboundMessage(payload: message, scan: .unscanned)
       return
     }
     // The closures return plain values: the reading is filled here, in place, and so is the
-    // scan's result.
-    let isJSON = bytes.withUnsafeBytes { raw in
+    // scan's result. The bytes are read in place: the message itself moves into the record.
+    let isJSON = message.withUnsafeBytes { raw in
       // Text messages arrive validated as UTF-8 by the WebSocket layer.
       JSONScanner.scan(
         raw, topLevel: topKeys, nestedIn: 1, nested: nestedKeys, knownUTF8: true,
@@ -108,13 +108,16 @@ public struct EnvelopeProtocol: BackendProtocol {
     }
     var room: [UInt8]?
     if let range = scan.nested[0] {
-      let first = bytes[range.lowerBound]
-      // Only numbers and strings name a room; objects, arrays and null do not.
-      if first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit {
-        room = sameRoom(bytes[range])
+      room = message.withUnsafeBytes { raw in
+        let first = raw[range.lowerBound]
+        // Only numbers and strings name a room; objects, arrays and null do not.
+        guard first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit else {
+          return nil
+        }
+        return sameRoom(UnsafeRawBufferPointer(rebasing: raw[range]))
       }
     }
-    reading.echoedClientID = bytes.withUnsafeBytes { raw -> String? in
+    reading.echoedClientID = message.withUnsafeBytes { raw -> String? in
       // Only a message event echoes a send; other events may carry ids of their own.
       guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
       return Self.string(raw, scan.nested[1])
@@ -124,16 +127,14 @@ public struct EnvelopeProtocol: BackendProtocol {
   }
 
   /// The room's bytes: the previous frame's array when they are the same.
-  private mutating func sameRoom(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-    let same = bytes.withUnsafeBufferPointer { new in
-      lastRoom.withUnsafeBufferPointer { last in
-        guard new.count == last.count else { return false }
-        var i = 0
-        while i < new.count && new[i] == last[i] { i += 1 }
-        return i == new.count
-      }
+  private mutating func sameRoom(_ new: UnsafeRawBufferPointer) -> [UInt8] {
+    let same = lastRoom.withUnsafeBufferPointer { last in
+      guard new.count == last.count else { return false }
+      var i = 0
+      while i < new.count && new[i] == last[i] { i += 1 }
+      return i == new.count
     }
-    if !same { lastRoom = Array(bytes) }
+    if !same { lastRoom = Array(new) }
     return lastRoom
   }
 

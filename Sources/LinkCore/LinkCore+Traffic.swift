@@ -2,7 +2,9 @@ import WebSocket
 
 /// Frames, the outbox and the keepalive on an open connection.
 extension LinkCore {
-  mutating func received(_ message: Message, now: MonotonicInstant, _ actions: inout [LinkAction]) {
+  mutating func received(
+    _ message: consuming Message, now: MonotonicInstant, _ actions: inout [LinkAction]
+  ) {
     guard let current = connection, current != .attempting else { return }
     keepalive.frameArrived(now: now)
     var reading = ProtocolReading(record: nil)

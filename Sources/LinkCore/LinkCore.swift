@@ -88,9 +88,10 @@ public struct LinkCore {
 
   /// Handles one event at `now`, appending the actions to perform to `actions`.
   public mutating func handle(
-    _ event: LinkEvent, now: MonotonicInstant, into actions: inout [LinkAction]
+    _ event: consuming LinkEvent, now: MonotonicInstant, into actions: inout [LinkAction]
   ) {
-    switch event {
+    // Consumed: an inbound frame moves on into its record without a reference count.
+    switch consume event {
     case .start:
       guard !started else { return }
       started = true

@@ -159,7 +159,7 @@ public final class ClientConnection {
 
   /// Takes back the payload of a received message its consumer is done with
   /// (`FrameSession.recycle`).
-  public func recycle(_ payload: [UInt8]) {
+  public func recycle(_ payload: consuming [UInt8]) {
     session?.recycle(payload)
   }
 
@@ -189,11 +189,13 @@ public final class ClientConnection {
   /// The next event, or nil when more input is needed.
   public func nextEvent() -> Event? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
-    return session?.nextEvent().map(Self.event)
+    guard let event = session?.nextEvent() else { return nil }
+    return Self.event(event)
   }
 
-  private static func event(_ event: FrameSession.Event) -> Event {
-    switch event {
+  // Consumed: a message's payload moves into the event without a reference count.
+  private static func event(_ event: consuming FrameSession.Event) -> Event {
+    switch consume event {
     case .message(let m): .message(m)
     case .ping(let p): .ping(p)
     case .pong(let p): .pong(p)

@@ -137,7 +137,7 @@ public struct FrameDecoder: Sendable {
   /// one the assembler copied from): it holds the next small frame's payload. Whoever still holds a copy keeps it unchanged (the
   /// array is reused only if no one does; otherwise the next frame gets new memory, as without
   /// recycling).
-  public mutating func recycle(_ payload: [UInt8]) {
+  public mutating func recycle(_ payload: consuming [UInt8]) {
     guard payload.capacity <= Self.spareCapacity, payload.capacity > 0 else { return }
     spare = payload
   }

@@ -137,7 +137,7 @@ public final class FrameSession {
 
   /// Takes back the payload of a received message its consumer is done with, for the memory
   /// of a next message (`FrameDecoder.recycle`, `MessageAssembler.recycle`).
-  public func recycle(_ payload: [UInt8]) {
+  public func recycle(_ payload: consuming [UInt8]) {
     // With compression, messages are inflated into memory of their own: a recycled message
     // goes to the assembler (while it has none), and the spent compressed payloads to the
     // decoder (`handle`). Messages a server sent uncompressed refill the decoder's instead.
@@ -161,7 +161,8 @@ public final class FrameSession {
         continue
       }
       do {
-        switch step {
+        // Consumed: the frame's payload moves on into the event without a reference count.
+        switch consume step {
         case .needMoreData:
           if let partial = decoder.partialFrame, !partial.header.opcode.isControl, state == .open {
             try assembler.inspect(partial: partial.header, prefix: partial.payloadPrefix)
@@ -179,7 +180,7 @@ public final class FrameSession {
     return nil
   }
 
-  private func handle(_ frame: Frame) throws(ProtocolViolation) -> Event? {
+  private func handle(_ frame: consuming Frame) throws(ProtocolViolation) -> Event? {
     switch frame.opcode {
     case .ping:
       // After sending close we may send nothing else (RFC 6455 §5.5.1).
@@ -194,7 +195,8 @@ public final class FrameSession {
       guard state == .open else { return nil }
       let message = try assembler.consume(frame)
       if let spent = assembler.takeSpentPayload() { decoder.recycle(spent) }
-      return message.map { .message($0) }
+      guard let message else { return nil }
+      return .message(message)
     }
   }
 

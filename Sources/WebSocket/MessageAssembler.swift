@@ -12,6 +12,21 @@ public enum Message: Sendable, Hashable {
     }
   }
 
+  /// Calls `body` with the payload's bytes, in place.
+  @inlinable
+  public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    switch self {
+    case .text(let b), .binary(let b): try b.withUnsafeBytes(body)
+    }
+  }
+
+  /// Whether this is a text message.
+  @inlinable
+  public var isText: Bool {
+    if case .text = self { return true }
+    return false
+  }
+
   /// The text of a text message, nil for binary.
   public var text: String? {
     if case .text(let b) = self { return String(decoding: b, as: UTF8.self) }
@@ -92,7 +107,7 @@ public struct MessageAssembler {
   }
 
   /// Takes a complete data frame; returns a message when it is the last fragment.
-  public mutating func consume(_ frame: Frame) throws(ProtocolViolation) -> Message? {
+  public mutating func consume(_ frame: consuming Frame) throws(ProtocolViolation) -> Message? {
     let header = frame.header
     let alreadyInspected = inspectedHeader == header ? inspectedPrefix : 0
     if inspectedHeader != header { try check(header) }
@@ -129,7 +144,7 @@ public struct MessageAssembler {
 
   /// Takes back a message's payload its consumer is done with: the next inflated or
   /// fragmented message is built in its memory (if nothing else holds it by then).
-  public mutating func recycle(_ payload: [UInt8]) {
+  public mutating func recycle(_ payload: consuming [UInt8]) {
     guard payload.capacity <= FrameDecoder.spareCapacity, payload.capacity > 0 else { return }
     spare = payload
   }
@@ -145,7 +160,7 @@ public struct MessageAssembler {
 
   /// A message in one uncompressed frame: its payload as it is, once its UTF-8 is checked.
   private mutating func wholeMessage(
-    _ payload: [UInt8], text: Bool, alreadyInspected: Int
+    _ payload: consuming [UInt8], text: Bool, alreadyInspected: Int
   ) throws(ProtocolViolation) -> Message {
     guard text else { return .binary(payload) }
     // The validator is at a code point boundary here: the previous message either ended

@@ -21,8 +21,8 @@ extension WebSocketClient {
 
   /// Takes back a received message the delegate is done with: its memory holds the next
   /// small frames' payloads. Optional; a message still referenced elsewhere is never changed.
-  public func recycle(_ message: Message) {
-    switch message {
+  public func recycle(_ message: consuming Message) {
+    switch consume message {
     case .text(let bytes), .binary(let bytes): connection?.recycle(bytes)
     }
   }

@@ -268,8 +268,11 @@ public final class WebSocketClient: ByteStreamDelegate {
 
   // MARK: Internals
 
-  private func handle(_ event: ClientConnection.Event, _ delegate: (any WebSocketClientDelegate)?) {
-    switch event {
+  private func handle(
+    _ event: consuming ClientConnection.Event, _ delegate: (any WebSocketClientDelegate)?
+  ) {
+    // Consumed: a message is handed on, not copied.
+    switch consume event {
     case .opened(let result):
       deadlineTimer?.disarm()
       phase = .open

@@ -4,8 +4,9 @@ import WebSocket
 public protocol WebSocketClientDelegate: AnyObject {
   /// The handshake completed; messages may be sent.
   func webSocketDidOpen(_ client: WebSocketClient, handshake: ClientHandshake.Result)
-  /// A complete message arrived.
-  func webSocket(_ client: WebSocketClient, didReceive message: Message)
+  /// A complete message arrived; the delegate owns it (and may hand its memory back with
+  /// `WebSocketClient.recycle`).
+  func webSocket(_ client: WebSocketClient, didReceive message: consuming Message)
   /// A pong arrived.
   func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8])
   /// A ping arrived (already answered).

@@ -82,7 +82,7 @@ final class AutobahnAgent: WebSocketClientDelegate {
 
   func webSocketDidOpen(_ client: WebSocketClient, handshake: ClientHandshake.Result) {}
 
-  func webSocket(_ client: WebSocketClient, didReceive message: Message) {
+  func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
     if case .runCase = step {
       do {
         try client.send(message)

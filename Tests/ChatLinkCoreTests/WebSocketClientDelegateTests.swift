@@ -14,7 +14,7 @@ final class WebSocketClientDelegateTests: XCTestCase {
     func webSocketDidOpen(_ client: WebSocketClient, handshake: ClientHandshake.Result) {
       opened = true
     }
-    func webSocket(_ client: WebSocketClient, didReceive message: Message) {
+    func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
       messages.append(message.text ?? "")
       onMessage?(client)
     }

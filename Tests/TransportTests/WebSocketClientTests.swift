@@ -16,7 +16,7 @@ final class ClientRecorder: WebSocketClientDelegate {
     opened = handshake
     onOpen?(client)
   }
-  func webSocket(_ client: WebSocketClient, didReceive message: Message) {
+  func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
     messages.append(message)
   }
   func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect) {

@@ -20,16 +20,18 @@ extension BackendLink {
     feed(.upgraded(handshake))
   }
 
-  public func webSocket(_ client: WebSocketClient, didReceive message: Message) {
+  public func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
     guard client === self.client else { return }
     // Taken from the client in hand: a load of `self.client` per record would retain and
     // release it, and a client (weakly referenced) keeps its counts in a side table.
     readTime = client.receivedAt
+    // The frame moves on into its record, and the record to the store, without a reference
+    // count on the way.
     feed(.message(message))
-    // Whatever the frame became is stored (the store copied the bytes) or held elsewhere: the
-    // next frames' payloads can use this memory, which is taken only if nothing else still
-    // holds it by then (e.g. a subscriber's queue).
-    client.recycle(message)
+    // The record is stored (the store copied the bytes): the next frames' payloads can use
+    // its memory, which is taken only if nothing else still holds it by then (e.g. a
+    // subscriber's queue).
+    if let spent = spentPayload.take() { client.recycle(spent) }
   }
 
   public func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {

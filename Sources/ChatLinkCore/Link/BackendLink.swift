@@ -67,12 +67,15 @@ public final class BackendLink: WebSocketClientDelegate {
   @exclusivity(unchecked) private var actions: [LinkAction] = []
   /// How many of `actions` are done (and left as placeholders).
   @exclusivity(unchecked) private var performed = 0
-  private var performing = false
+  /// Whether `feed` is performing actions (a nested feed only adds to them).
+  @exclusivity(unchecked) private var performing = false
   private var timers: [Timer] = []
   var client: WebSocketClient?
   /// When the frame being handled was read (`WebSocketClient.receivedAt`): its records' time.
   /// (Unchecked exclusivity: set and read for every frame, only on the loop's thread.)
   @exclusivity(unchecked) var readTime = Timestamp(microseconds: 0)
+  /// The payload of the inbound record just stored, for the client to reuse its memory.
+  @exclusivity(unchecked) var spentPayload: Message?
   private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
   private var nextPingID: UInt64 = 0
   private var stopCompletion: (() -> Void)?
@@ -170,7 +173,7 @@ public final class BackendLink: WebSocketClientDelegate {
   // MARK: Driving the core
 
   /// Hands `event` to the core and performs what it asks, in order.
-  func feed(_ event: LinkEvent) {
+  func feed(_ event: consuming LinkEvent) {
     core.handle(event, now: loop.instant, into: &actions)
     guard !performing else { return }
     performing = true
@@ -179,7 +182,7 @@ public final class BackendLink: WebSocketClientDelegate {
       // (an inbound record's for every frame), and the array would release them again.
       var action = LinkAction.requestOutbox
       swap(&action, &actions[performed])
-      perform(action)
+      perform(consume action)
       performed += 1
     }
     // What is left are placeholders: emptied now and then rather than after every event
@@ -192,8 +195,12 @@ public final class BackendLink: WebSocketClientDelegate {
     performing = false
   }
 
-  private func perform(_ action: LinkAction) {
-    switch action {
+  // Kept out of `feed`: inlined there, the accesses of every action's case to this object's
+  // properties were checked for exclusivity at run time on every frame.
+  @inline(never)
+  private func perform(_ action: consuming LinkAction) {
+    // Consumed: an inbound record moves to the store and its payload on to `spentPayload`.
+    switch consume action {
     case .connect: connect()
     case .send(let message): send(message)
     case .sendOutbox(let frames, let entries):
@@ -204,7 +211,9 @@ public final class BackendLink: WebSocketClientDelegate {
     case .drop(let code, let reason): drop(code, reason)
     case .arm(let timer, let delay): timers[timer.rawValue].schedule(after: delay)
     case .disarm(let timer): timers[timer.rawValue].disarm()
-    case .store(let record, let acknowledgement): storeInbound(record, acknowledgement)
+    case .store(let record, let acknowledgement):
+      storeInbound(record, acknowledgement)
+      spentPayload = (consume record).payload
     case .confirmed(let sent):
       outbox.confirm(sent.entry)
       storeOutbound([sent][...])
