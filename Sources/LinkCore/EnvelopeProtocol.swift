@@ -91,7 +91,7 @@ public struct EnvelopeProtocol: BackendProtocol {
 
   public mutating func read(_ message: consuming Message, into reading: inout ProtocolReading) {
     guard message.isText else {
-      reading.record = InboundMessage(payload: message, scan: .unscanned)
+      reading.record = InboundMessage(payload: consume message, scan: .unscanned)
       return
     }
     // The closures return plain values: the reading is filled here, in place, and so is the
@@ -103,7 +103,7 @@ public struct EnvelopeProtocol: BackendProtocol {
         maxDepth: JSONScanner.embeddedMaxDepth, into: &scan)
     }
     guard isJSON else {
-      reading.record = InboundMessage(payload: message, scan: .notJSON)
+      reading.record = InboundMessage(payload: consume message, scan: .notJSON)
       return
     }
     var room: [UInt8]?
@@ -123,7 +123,7 @@ public struct EnvelopeProtocol: BackendProtocol {
       return Self.string(raw, scan.nested[1])
     }
     reading.record = InboundMessage(
-      payload: message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room)
+      payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room)
   }
 
   /// The room's bytes: the previous frame's array when they are the same.

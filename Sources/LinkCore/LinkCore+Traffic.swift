@@ -8,7 +8,7 @@ extension LinkCore {
     guard let current = connection, current != .attempting else { return }
     keepalive.frameArrived(now: now)
     var reading = ProtocolReading(record: nil)
-    backend.read(message, into: &reading)
+    backend.read(consume message, into: &reading)
     // Taken, not copied: every inbound frame's record passes here.
     if let record = reading.record.take() {
       counters.received += 1

@@ -98,7 +98,7 @@ public struct LinkCore {
       connect(&actions)
     case .progress(let progress): advance(progress, &actions)
     case .upgraded(let result): upgraded(result, now: now, &actions)
-    case .message(let message): received(message, now: now, &actions)
+    case .message(let message): received(consume message, now: now, &actions)
     case .pingReceived: keepalive.frameArrived(now: now)
     case .pongReceived(let payload): pong(payload, now: now, &actions)
     case .ended(let outcome): ended(outcome, now: now, &actions)

@@ -96,7 +96,13 @@ public final class ClientConnection {
   private var encoder: FrameEncoder
   // Unchecked exclusivity (the session, pending events and `handshakeFailed`): read for every
   // frame, by the one thread that drives the connection, never through overlapping accesses.
-  @exclusivity(unchecked) private var session: FrameSession?
+  @exclusivity(unchecked) private var session: FrameSession? {
+    didSet { frameSession = session.map(Unmanaged.passUnretained) }
+  }
+  /// The session, for the calls every frame makes: `session` holds it from the handshake on
+  /// and never lets it go, so these calls need not count a reference to it (each load of
+  /// `session` for a call did, atomically).
+  @exclusivity(unchecked) private var frameSession: Unmanaged<FrameSession>?
   private var request: [UInt8]
   @exclusivity(unchecked) private var pendingEvents: [Event] = []
   @exclusivity(unchecked) private var handshakeFailed = false
@@ -160,7 +166,12 @@ public final class ClientConnection {
   /// Takes back the payload of a received message its consumer is done with
   /// (`FrameSession.recycle`).
   public func recycle(_ payload: consuming [UInt8]) {
-    session?.recycle(payload)
+    guard let frameSession else { return }
+    // Moved through the closure, not copied into it.
+    var spent = Optional(consume payload)
+    frameSession._withUnsafeGuaranteedRef { session in
+      if let payload = spent.take() { session.recycle(payload) }
+    }
   }
 
   /// Passes received bytes in.
@@ -189,14 +200,16 @@ public final class ClientConnection {
   /// The next event, or nil when more input is needed.
   public func nextEvent() -> Event? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
-    guard let event = session?.nextEvent() else { return nil }
+    guard let event = frameSession?._withUnsafeGuaranteedRef({ $0.nextEvent() }) else {
+      return nil
+    }
     return Self.event(event)
   }
 
   // Consumed: a message's payload moves into the event without a reference count.
   private static func event(_ event: consuming FrameSession.Event) -> Event {
     switch consume event {
-    case .message(let m): .message(m)
+    case .message(let m): .message(consume m)
     case .ping(let p): .ping(p)
     case .pong(let p): .pong(p)
     case .closed(let info): .closed(info)

@@ -139,7 +139,7 @@ public struct FrameDecoder: Sendable {
   /// recycling).
   public mutating func recycle(_ payload: consuming [UInt8]) {
     guard payload.capacity <= Self.spareCapacity, payload.capacity > 0 else { return }
-    spare = payload
+    spare = consume payload
   }
 
   /// Unmasks `payload[from...]`, which sits at payload offset `from`.

@@ -142,9 +142,9 @@ public final class FrameSession {
     // goes to the assembler (while it has none), and the spent compressed payloads to the
     // decoder (`handle`). Messages a server sent uncompressed refill the decoder's instead.
     if decoder.allowsCompressedBit && !assembler.hasSpare {
-      assembler.recycle(payload)
+      assembler.recycle(consume payload)
     } else {
-      decoder.recycle(payload)
+      decoder.recycle(consume payload)
     }
   }
 

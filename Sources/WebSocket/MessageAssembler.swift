@@ -146,7 +146,7 @@ public struct MessageAssembler {
   /// fragmented message is built in its memory (if nothing else holds it by then).
   public mutating func recycle(_ payload: consuming [UInt8]) {
     guard payload.capacity <= FrameDecoder.spareCapacity, payload.capacity > 0 else { return }
-    spare = payload
+    spare = consume payload
   }
 
   /// Whether a recycled payload waits for the next inflated or fragmented message.

@@ -22,9 +22,9 @@ extension WebSocketClient {
   /// Takes back a received message the delegate is done with: its memory holds the next
   /// small frames' payloads. Optional; a message still referenced elsewhere is never changed.
   public func recycle(_ message: consuming Message) {
-    switch consume message {
-    case .text(let bytes), .binary(let bytes): connection?.recycle(bytes)
-    }
+    // Kept until the frame being handled is done (`stream(_:didReceive:)` hands it on), where
+    // the connection is at hand: loading it here would count a reference for every frame.
+    spentMessage = consume message
   }
 
   /// Sends a message.

@@ -91,6 +91,8 @@ public final class WebSocketClient: ByteStreamDelegate {
   @exclusivity(unchecked) private var delegateChanges = 0
   /// Where this connection's traffic is counted, if anywhere.
   @exclusivity(unchecked) public var traffic: TrafficMeter?
+  /// A message the delegate handed back (`recycle`), for the connection to reuse its memory.
+  @exclusivity(unchecked) var spentMessage: Message?
   /// The configuration in use.
   public let configuration: Configuration
   /// The current phase.
@@ -232,13 +234,24 @@ public final class WebSocketClient: ByteStreamDelegate {
     connection.receive(bytes)
     var receiver = delegate
     var receiverAt = delegateChanges
+    // Counted here and added once: the meter is an object, and every access to it through
+    // this one's property costs a reference count.
+    var messages = 0
     while phase != .closed, let event = connection.nextEvent() {
       if receiverAt != delegateChanges {
         receiver = delegate
         receiverAt = delegateChanges
       }
-      handle(event, receiver)
+      if case .message = event { messages += 1 }
+      handle(event, receiver, connection)
+      if let spent = spentMessage.take() {
+        switch consume spent {
+        case .text(let bytes): connection.recycle(consume bytes)
+        case .binary(let bytes): connection.recycle(consume bytes)
+        }
+      }
     }
+    if messages > 0 { traffic?.messagesReceived += messages }
     // One write per read: pongs and close replies go out together.
     flush()
   }
@@ -269,7 +282,8 @@ public final class WebSocketClient: ByteStreamDelegate {
   // MARK: Internals
 
   private func handle(
-    _ event: consuming ClientConnection.Event, _ delegate: (any WebSocketClientDelegate)?
+    _ event: consuming ClientConnection.Event, _ delegate: (any WebSocketClientDelegate)?,
+    _ connection: ClientConnection
   ) {
     // Consumed: a message is handed on, not copied.
     switch consume event {
@@ -282,8 +296,7 @@ public final class WebSocketClient: ByteStreamDelegate {
       stream = nil
       end(.handshakeFailed(error))
     case .message(let message):
-      traffic?.messagesReceived += 1
-      delegate?.webSocket(self, didReceive: message)
+      delegate?.webSocket(self, didReceive: consume message)
     case .ping(let payload):
       delegate?.webSocket(self, didReceivePing: payload)
     case .pong(let payload):
@@ -294,7 +307,7 @@ public final class WebSocketClient: ByteStreamDelegate {
       pendingDisconnect = .closed(info)
       beginClosing()
     }
-    if phase == .open, connection?.state == .closing {
+    if phase == .open, connection.state == .closing {
       // We failed the connection (protocol violation): a close frame is queued.
       beginClosing()
     }

@@ -21,13 +21,13 @@ extension BackendLink {
   }
 
   public func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
-    guard client === self.client else { return }
+    guard ObjectIdentifier(client) == clientIdentity else { return }
     // Taken from the client in hand: a load of `self.client` per record would retain and
     // release it, and a client (weakly referenced) keeps its counts in a side table.
     readTime = client.receivedAt
     // The frame moves on into its record, and the record to the store, without a reference
     // count on the way.
-    feed(.message(message))
+    feed(.message(consume message))
     // The record is stored (the store copied the bytes): the next frames' payloads can use
     // its memory, which is taken only if nothing else still holds it by then (e.g. a
     // subscriber's queue).

@@ -70,7 +70,12 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Whether `feed` is performing actions (a nested feed only adds to them).
   @exclusivity(unchecked) private var performing = false
   private var timers: [Timer] = []
-  var client: WebSocketClient?
+  var client: WebSocketClient? {
+    didSet { clientIdentity = client.map(ObjectIdentifier.init) }
+  }
+  /// Which client is the link's: every frame's callback checks, and comparing identities
+  /// spares loading (and reference counting) `client` itself.
+  @exclusivity(unchecked) private(set) var clientIdentity: ObjectIdentifier?
   /// When the frame being handled was read (`WebSocketClient.receivedAt`): its records' time.
   /// (Unchecked exclusivity: set and read for every frame, only on the loop's thread.)
   @exclusivity(unchecked) var readTime = Timestamp(microseconds: 0)
