@@ -40,9 +40,10 @@ public struct DeliveryLedger: Sendable {
   public var unconfirmedCount: Int { sent.count }
 
   /// Notes that `entry` went out in `frame`.
-  public mutating func recordSent(_ entry: OutboxEntry, frame: Message) {
+  public mutating func recordSent(_ entry: consuming OutboxEntry, frame: consuming Message) {
     lastSentCount = entry.count
-    sent.append(Sent(entry: entry, frame: frame))
+    // Both taken as they are: every message sent passes here.
+    sent.append(Sent(entry: consume entry, frame: consume frame))
   }
 
   /// Notes that `entry` was passed over on this connection (it failed without going out).

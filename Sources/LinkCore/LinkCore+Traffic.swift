@@ -254,11 +254,11 @@ extension LinkCore {
         run.start = index
         continue
       }
-      ledger.recordSent(entry, frame: backend.storedForm(of: encoded))
-      counters.sent += 1
       buffered += encoded.bytes.count
+      ledger.recordSent(consume entry, frame: backend.storedForm(of: encoded))
+      counters.sent += 1
       if run.frames.isEmpty { run.frames.reserveCapacity(min(pending.endIndex - index, 4096)) }
-      run.frames.append(encoded)
+      run.frames.append(consume encoded)
       run.wrote = true
       index += 1
     }

@@ -42,6 +42,8 @@ public struct OutboxEntry: Sendable, Hashable {
   public var clientID: ClientID { batch.ids[index] }
   /// The room (nil in raw mode).
   public var room: RoomID? { batch.room }
+  /// Whether both were accepted together (and so share their room and time).
+  public func isInBatch(of other: OutboxEntry) -> Bool { batch === other.batch }
   /// The message text.
   public var text: String { batch.texts[index] }
   /// Calls `body` with the text's UTF-8 bytes, read where the batch keeps them (no copy of

@@ -4,23 +4,36 @@ import JSON
 ///
 /// The encoder appends to a caller-owned buffer so a burst of messages becomes one write.
 public struct FrameEncoder {
-  /// The generator of masking keys; nil encodes unmasked (server-side) frames.
+  /// The generator of masking keys when it is the secure one (every connection's): kept as
+  /// itself, so a key is drawn in place (through the existential below, each draw copied the
+  /// generator out and back, counting a reference to its pool twice).
+  private var secure: SecureRandomGenerator?
+  /// Any other generator (tests inject deterministic ones).
   private var random: (any RandomNumberGenerator)?
 
   /// Creates an encoder that masks every frame with keys drawn from `random`.
   public init(masking random: some RandomNumberGenerator) {
-    self.random = random
+    if let secure = random as? SecureRandomGenerator {
+      self.secure = secure
+    } else {
+      self.random = random
+    }
   }
 
   /// Creates an encoder for unmasked frames, as a server sends them.
-  public init() {
-    self.random = nil
-  }
+  public init() {}
+
+  private var masks: Bool { secure != nil || random != nil }
 
   /// The header size for a payload length, mask included.
   public func headerSize(payloadLength: Int) -> Int {
     let lengthBytes = payloadLength < 126 ? 0 : (payloadLength <= 0xFFFF ? 2 : 8)
-    return 2 + lengthBytes + (random == nil ? 0 : 4)
+    return 2 + lengthBytes + (masks ? 4 : 0)
+  }
+
+  private mutating func nextKey() -> MaskingKey? {
+    if secure != nil { return MaskingKey(using: &secure!) }
+    return random == nil ? nil : MaskingKey(using: &random!)
   }
 
   /// Appends one frame with `payload` to `output`.
@@ -32,8 +45,7 @@ public struct FrameEncoder {
     var b0: UInt8 = opcode.rawValue
     if fin { b0 |= 0x80 }
     if rsv1 { b0 |= 0x40 }
-    // Draw in place: copying the generator out and back would copy its pool.
-    let key = random == nil ? nil : MaskingKey(using: &random!)
+    let key = nextKey()
     let maskBit: UInt8 = key == nil ? 0 : 0x80
     // The header (at most 14 bytes) goes onto the buffer in one append, not byte by byte:
     // every outgoing message passes here.

@@ -308,21 +308,27 @@ public final class FrameSession {
       swap(&encoder, &self.encoder)
       swap(&out, &outbound)
     }
-    for message in messages {
-      switch message {
-      case .text(let bytes):
-        let valid = bytes.withUnsafeBytes { raw in
-          var validator = UTF8Validator()
-          guard validator.validate(raw), validator.isComplete else { return false }
-          encoder.encode(opcode: .text, payload: raw, into: &out)
+    // Read in place: a message taken out of the array (`for message in messages`) would
+    // count a reference to its bytes.
+    let encoded = messages.withUnsafeBufferPointer { messages in
+      var encoded = 0
+      while encoded < messages.count {
+        let text = messages[encoded].isText
+        let valid = messages[encoded].withUnsafeBytes { raw in
+          if text {
+            var validator = UTF8Validator()
+            guard validator.validate(raw), validator.isComplete else { return false }
+          }
+          encoder.encode(opcode: text ? .text : .binary, payload: raw, into: &out)
           return true
         }
-        guard valid else { throw .invalidUTF8 }
-      case .binary(let bytes):
-        bytes.withUnsafeBytes { encoder.encode(opcode: .binary, payload: $0, into: &out) }
+        guard valid else { break }
+        encoded += 1
       }
-      queued += 1
+      return encoded
     }
+    queued += encoded
+    guard encoded == messages.count else { throw .invalidUTF8 }
   }
 
   /// Queues a data message; text must already be valid UTF-8.

@@ -83,6 +83,29 @@ final class BackendLinkTests: XCTestCase {
     XCTAssertEqual(link.counters.sent, 2)
   }
 
+  func testOutRecordsConfirmedTogetherKeepTheRoomsOfTheirOwnBatches() throws {
+    // Three batches confirmed by one pong: each record names its batch's room.
+    for (room, texts) in [("7", ["a1", "a2"]), ("ops", ["b1"]), ("7", ["c1", "c2"])] {
+      var done = false
+      outbox.enqueue(room: RoomID(room), texts: texts) { _ in done = true }
+      try spin(loop) { done }
+    }
+    let link = try start(rooms: ["7", "ops"])
+    try spin(loop) { self.outbox.pending.isEmpty && link.counters.confirmed == 5 }
+    var durable = false
+    store.whenDurable { durable = true }
+    try spin(loop) { durable }
+    let rooms = try storedLines().map { line in
+      let record = try XCTUnwrap(
+        JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+      let frame = try XCTUnwrap(record["data"] as? [String: Any])
+      let data = try XCTUnwrap(frame["data"] as? [String: Any])
+      let text = try XCTUnwrap(data["message"] as? String)
+      return "\(text)@\(record["room"] ?? "none")/\(data["room_id"] ?? "none")"
+    }
+    XCTAssertEqual(rooms, ["a1@7/7", "a2@7/7", "b1@ops/ops", "c1@7/7", "c2@7/7"])
+  }
+
   func testInboundFramesAreStoredInOrderWithTheirRoomsAndReported() throws {
     let link = try start()
     var reported: [UInt64] = []

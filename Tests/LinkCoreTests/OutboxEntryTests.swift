@@ -86,5 +86,9 @@ final class OutboxEntryTests: XCTestCase {
     XCTAssertEqual(batch[0], batch[0])
     XCTAssertFalse(
       OutboxEntry(id: "a\"b", room: nil, text: "plain", count: 1, created: created).isPlain)
+    // Equal, but not accepted together.
+    XCTAssertTrue(batch[1].isInBatch(of: batch[0]))
+    XCTAssertFalse(batch[1].isInBatch(of: alone))
+    XCTAssertTrue(alone.isInBatch(of: alone))
   }
 }

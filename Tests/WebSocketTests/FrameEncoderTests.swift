@@ -67,4 +67,25 @@ final class FrameEncoderTests: XCTestCase {
     XCTAssertEqual(Set(words).count, words.count)
     XCTAssertEqual(Set(words[1024..<1536]).intersection(words[0..<512]), [])
   }
+
+  func testAnEncoderMaskingWithTheSecureGeneratorDrawsAFreshKeyForEveryFrame() throws {
+    var encoder = FrameEncoder(masking: SecureRandomGenerator())
+    XCTAssertEqual(encoder.headerSize(payloadLength: 5), 6)
+    var out: [UInt8] = []
+    let payload = Array("hello".utf8)
+    for _ in 0..<64 { encoder.encode(opcode: .text, payload: payload, into: &out) }
+    var keys: Set<[UInt8]> = []
+    for frame in 0..<64 {
+      let start = frame * 11
+      XCTAssertEqual(out[start], 0x81)
+      XCTAssertEqual(out[start + 1], 0x80 | 5)
+      let key = Array(out[(start + 2)..<(start + 6)])
+      keys.insert(key)
+      let unmasked = (0..<5).map { out[start + 6 + $0] ^ key[$0 % 4] }
+      XCTAssertEqual(unmasked, payload)
+    }
+    XCTAssertEqual(out.count, 64 * 11)
+    XCTAssertGreaterThan(keys.count, 60)
+    XCTAssertEqual(FrameEncoder().headerSize(payloadLength: 5), 2)
+  }
 }

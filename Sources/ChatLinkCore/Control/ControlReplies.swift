@@ -28,11 +28,10 @@ extension ControlService {
     var out: [UInt8] = []
     out.reserveCapacity(64 + entries.count * 19)
     out.append(#"{"parameters":{"ids":["# as StaticString)
-    var first = true
-    for entry in entries {
-      if !first { out.append(UInt8(ascii: ",")) }
-      first = false
-      entry.clientID.appendJSON(to: &out)
+    // By index: an entry taken out of the slice would count a reference to its batch.
+    for i in entries.indices {
+      if i != entries.startIndex { out.append(UInt8(ascii: ",")) }
+      entries[i].clientID.appendJSON(to: &out)
     }
     out.append(#"],"count":"# as StaticString)
     out.appendDecimal(entries.first?.count ?? 0)

@@ -99,10 +99,16 @@ extension BackendLink {
     let scan: PayloadScan = ownFramesAreJSON ? .json(hasLineBreaks: false) : .unscanned
     // One confirmation (a pong covers a whole burst) is one moment: one clock read.
     let time = Timestamp.now()
-    for sent in confirmed {
+    // By index, and the room once a batch: taking each entry out of the slice, and its room
+    // out of the entry, counted references for every message.
+    var room: [UInt8]?
+    for i in confirmed.indices {
+      if i == confirmed.startIndex || !confirmed[i].entry.isInBatch(of: confirmed[i - 1].entry) {
+        room = confirmed[i].entry.room?.json
+      }
       store.append(
-        direction: .outbound, room: sent.entry.room?.json, clientID: sent.entry.clientID,
-        payload: sent.frame, scan: scan, time: time)
+        direction: .outbound, room: room, clientID: confirmed[i].entry.clientID,
+        payload: confirmed[i].frame, scan: scan, time: time)
     }
     onConfirmed?(confirmed)
   }
