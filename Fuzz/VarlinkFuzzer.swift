@@ -94,8 +94,8 @@ func scan(
 ) -> JSONScanner.Result? {
   bytes.withUnsafeBytes {
     JSONScanner.scan(
-      $0, topLevelKeys: keys.top, nestedIn: keys.nestedIn, nestedKeys: keys.nested,
-      knownUTF8: knownUTF8)
+      $0, topLevel: JSONScanner.Keys(keys.top), nestedIn: keys.nestedIn,
+      nested: JSONScanner.Keys(keys.nested), knownUTF8: knownUTF8)
   }
 }
 
