@@ -41,6 +41,8 @@
 //    fields, and a decoded call's `encoded` form (one NUL, at the end) decodes to an equal
 //    call; the same for VarlinkReply; VarlinkError(name:parameters:) keeps the name and is
 //    idempotent;
+//  - PackedStrings.readJSONArray reads a valid array of strings as the reference decodes it,
+//    and names the first element that is not a string;
 //  - a == b implies b == a and equal hashes (JSONValue's Hashable contract).
 //
 // Bugs this fuzzer found, all fixed (their inputs stay in Fuzz/corpus/varlink/crash-*):
@@ -571,6 +573,37 @@ func checkMessage(_ m: [UInt8], keySet choice: UInt8) {
   }
   checkCall(m, ref, parsed)
   checkReply(m, parsed)
+  checkPackedStrings(m, ref)
+}
+
+/// PackedStrings.readJSONArray (how the daemon reads a SendBatch's texts): on valid JSON, the
+/// reference's strings or the place of its first element that is not one; on anything else,
+/// some answer, within the bytes.
+func checkPackedStrings(_ m: [UInt8], _ ref: Ref?) {
+  let reading = m.withUnsafeBytes { PackedStrings.readJSONArray($0) }
+  guard let ref else { return }
+  guard case .array(let elements) = ref else {
+    require(reading == .notAnArray, "readJSONArray read \(reading) from a non-array: \(hex(m))")
+    return
+  }
+  var expected: [[UInt8]] = []
+  for element in elements {
+    guard case .string(let bytes) = element else { break }
+    expected.append(bytes)
+  }
+  if expected.count < elements.count {
+    require(
+      reading == .notAString(index: expected.count),
+      "readJSONArray read \(reading), element \(expected.count) is not a string: \(hex(m))")
+    return
+  }
+  guard case .strings(let packed) = reading else {
+    require(false, "readJSONArray read \(reading) from an array of strings: \(hex(m))")
+    return
+  }
+  var got: [[UInt8]] = []
+  for index in packed.indices { packed.withUTF8(at: index) { got.append(Array($0)) } }
+  require(got == expected, "readJSONArray read \(got), the reference \(expected): \(hex(m))")
 }
 
 func checkValid(_ m: [UInt8], _ ref: Ref, _ parsed: JSONValue?) {

@@ -10,8 +10,22 @@ import JSON
 public protocol JSONRepresentable: Sendable, Hashable {
   /// Reads the value from its JSON object.
   init(json: JSONValue) throws(APIDecodingError)
+  /// Reads the value from the text of its JSON object, which `JSONScanner` has validated (a
+  /// decoded call's `parametersText`). By default the text is parsed into a tree for
+  /// `init(json:)`; a type that travels with many members reads the text itself.
+  init(validJSON text: UnsafeRawBufferPointer) throws(APIDecodingError)
   /// The JSON object, members in the order the daemon has always written them.
   var json: JSONValue { get }
+}
+
+extension JSONRepresentable {
+  public init(validJSON text: UnsafeRawBufferPointer) throws(APIDecodingError) {
+    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+    guard let value = try? parsed.get() else {
+      throw APIDecodingError(field: "", reason: "must be a JSON object")
+    }
+    try self.init(json: value)
+  }
 }
 
 /// Why a JSON value is not the typed value expected: which member, and what it must be.
@@ -111,11 +125,16 @@ struct ObjectReader {
 
   /// A room parameter: a string, or an integer as people type room numbers.
   func optionalRoom(_ key: String) throws(APIDecodingError) -> String? {
-    switch optional(key) {
-    case nil: return nil
-    case .string(let name): return name
-    case .int(let number): return String(number)
-    default: throw wrong(key, "must be a string")
+    try Self.room(optional(key), key)
+  }
+
+  /// A room parameter's value (nil when absent or null) as a room name.
+  static func room(_ value: JSONValue?, _ key: String) throws(APIDecodingError) -> String? {
+    switch value {
+    case nil, .null?: return nil
+    case .string(let name)?: return name
+    case .int(let number)?: return String(number)
+    default: throw APIDecodingError(field: key, reason: "must be a string")
     }
   }
 

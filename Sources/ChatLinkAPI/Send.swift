@@ -91,11 +91,11 @@ public struct SendBatchParameters: JSONRepresentable {
 
   /// The room; nil for the daemon's default room.
   public var room: String?
-  /// The messages, in order.
-  public var texts: [String]
+  /// The messages, in order, in one buffer for the lot (as the daemon keeps them).
+  public var texts: PackedStrings
 
   /// Creates the parameters.
-  public init(room: String? = nil, texts: [String]) {
+  public init(room: String? = nil, texts: PackedStrings) {
     self.room = room
     self.texts = texts
   }
@@ -103,32 +103,57 @@ public struct SendBatchParameters: JSONRepresentable {
   public init(json: JSONValue) throws(APIDecodingError) {
     let object = try ObjectReader(json)
     guard case .array(let values) = object.optional("texts") ?? .null else {
-      throw APIDecodingError(field: "texts", reason: "must be an array of strings")
+      throw Self.notAnArray
     }
-    guard (1...Self.limit).contains(values.count) else {
-      throw APIDecodingError(
-        field: "texts", reason: "must hold from 1 to \(Self.limit) messages")
-    }
-    var texts: [String] = []
-    texts.reserveCapacity(values.count)
+    guard (1...Self.limit).contains(values.count) else { throw Self.wrongCount }
+    var messages = PackedStrings()
     for (index, value) in values.enumerated() {
       guard case .string(let text) = value, !text.isEmpty else {
         let what = value.stringValue == nil ? "not a string" : "empty"
         throw APIDecodingError(field: "texts", reason: "message \(index) is \(what)")
       }
-      texts.append(text)
+      messages.append(text)
     }
-    self.texts = texts
+    texts = messages
     room = try object.optionalRoom("room")
   }
+
+  private static let members = JSONScanner.Keys(["room", "texts"])
+
+  /// Reads the texts straight from the call's JSON into one buffer: no tree, and no string
+  /// for each message. Parameters that do not read go the way of `init(json:)`, for the same
+  /// error.
+  public init(validJSON text: UnsafeRawBufferPointer) throws(APIDecodingError) {
+    if let found = JSONScanner.scan(text, topLevel: Self.members, knownUTF8: true),
+      found.isObject, let textsRange = found.topLevel[1],
+      case .strings(let messages) = PackedStrings.readJSONArray(
+        UnsafeRawBufferPointer(rebasing: text[textsRange])),
+      (1...Self.limit).contains(messages.count),
+      !messages.indices.contains(where: { messages.utf8Count(at: $0) == 0 })
+    {
+      let room = found.topLevel[0].map { range in
+        let parsed = Result { () throws(JSONValue.ParseError) in
+          try JSONValue.parse(UnsafeRawBufferPointer(rebasing: text[range]))
+        }
+        return (try? parsed.get()) ?? .null
+      }
+      self.init(room: try ObjectReader.room(room, "room"), texts: messages)
+      return
+    }
+    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+    try self.init(json: (try? parsed.get()) ?? .null)
+  }
+
+  private static let notAnArray = APIDecodingError(
+    field: "texts", reason: "must be an array of strings")
+  private static let wrongCount = APIDecodingError(
+    field: "texts", reason: "must hold from 1 to \(limit) messages")
 
   public var json: JSONValue {
     .object(["room": room.map(JSONValue.string), "texts": .array(texts.map(JSONValue.string))])
   }
 }
 
-/// SendBatch's reply: `(ids: []string, count: int, state: string)`. `ids[i]` is the i-th
-/// text's client id, and its outbox counter is `count + i`.
 public struct SendBatchReceipt: JSONRepresentable {
   /// The client ids, in the order of the texts.
   public var ids: [String]

@@ -26,7 +26,7 @@ struct MessageFields: Sendable {
   /// An upper bound of the bytes `append` adds for `entry`, before escaping.
   func estimatedSize(_ entry: OutboxEntry) -> Int {
     roomKey.count + messageKey.count + senderAndCountKey.count + clientIDKey.count
-      + entry.text.utf8.count + entry.clientID.utf8Count + 48
+      + entry.textUTF8Count + entry.clientID.utf8Count + 48
   }
 
   /// Appends the object for `entry`.
@@ -47,9 +47,9 @@ struct MessageFields: Sendable {
   /// for `append` to do it piece by piece.
   func frame(_ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8) -> [UInt8]? {
     guard entry.isPlain else { return nil }
-    var text = entry.text
-    return text.withUTF8 { text in
-      entry.clientID.withUTF8 { id -> [UInt8]? in
+    var frame: [UInt8]?
+    entry.withTextUTF8 { text in
+      frame = entry.clientID.withUTF8 { id -> [UInt8]? in
         let room = entry.room
         let size =
           prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count
@@ -75,6 +75,7 @@ struct MessageFields: Sendable {
         }
       }
     }
+    return frame
   }
 
   /// Appends `{"<roomField>":<room>}`, the data of a join or leave.

@@ -12,23 +12,26 @@ public struct OutboxEntry: Sendable, Hashable {
     let room: RoomID?
     let created: Timestamp
     let firstCount: UInt64
-    let texts: [String]
+    let texts: PackedStrings
     let ids: [ClientID]
     let plain: [Bool]
 
-    init(room: RoomID?, created: Timestamp, firstCount: UInt64, texts: [String], ids: [ClientID]) {
+    init(
+      room: RoomID?, created: Timestamp, firstCount: UInt64, texts: PackedStrings, ids: [ClientID]
+    ) {
       self.room = room
       self.created = created
       self.firstCount = firstCount
       self.texts = texts
       self.ids = ids
-      plain = texts.indices.map { i in
-        // Read in place: a copy of each string would cost a reference count.
-        let text =
-          texts[i].utf8.withContiguousStorageIfAvailable(JSONString.isPlain)
-          ?? Array(texts[i].utf8).withUnsafeBufferPointer(JSONString.isPlain)
-        return text && (i >= ids.count || ids[i].isPlain)
+      var plain: [Bool] = []
+      plain.reserveCapacity(texts.count)
+      for i in texts.indices {
+        var text = false
+        texts.withUTF8(at: i) { text = JSONString.isPlain($0) }
+        plain.append(text && (i >= ids.count || ids[i].isPlain))
       }
+      self.plain = plain
     }
   }
 
@@ -44,16 +47,22 @@ public struct OutboxEntry: Sendable, Hashable {
   public var room: RoomID? { batch.room }
   /// Whether both were accepted together (and so share their room and time).
   public func isInBatch(of other: OutboxEntry) -> Bool { batch === other.batch }
-  /// The message text.
+  /// The message text, made on each call: the paths every message takes read its bytes with
+  /// `withTextUTF8`.
   public var text: String { batch.texts[index] }
+  /// The message text's UTF-8 bytes, copied out.
+  public var textBytes: [UInt8] {
+    var bytes: [UInt8] = []
+    withTextUTF8 { bytes = Array($0) }
+    return bytes
+  }
+  /// The message text's length in UTF-8 bytes.
+  public var textUTF8Count: Int { batch.texts.utf8Count(at: index) }
   /// Calls `body` with the text's UTF-8 bytes, read where the batch keeps them (no copy of
   /// the string, so no reference count). Not generic: across modules, a generic result would
   /// look up its type's metadata on every call.
   public func withTextUTF8(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-    if batch.texts[index].utf8.withContiguousStorageIfAvailable(body) == nil {
-      var text = batch.texts[index]
-      text.withUTF8(body)
-    }
+    batch.texts.withUTF8(at: index, body)
   }
 
   /// A counter, monotonic across restarts; sent as the envelope's `count`.
@@ -67,7 +76,9 @@ public struct OutboxEntry: Sendable, Hashable {
   /// Creates an entry.
   public init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
     self.init(
-      Batch(room: room, created: created, firstCount: count, texts: [text], ids: [.given(id)]),
+      Batch(
+        room: room, created: created, firstCount: count, texts: PackedStrings([text]),
+        ids: [.given(id)]),
       0)
   }
 
@@ -79,7 +90,7 @@ public struct OutboxEntry: Sendable, Hashable {
   /// The entries of messages accepted together, in order: `texts[i]` with `ids[i]` and count
   /// `firstCount + i` (as many as there are both texts and ids).
   public static func batch(
-    room: RoomID?, texts: [String], ids: [ClientID], firstCount: UInt64, created: Timestamp
+    room: RoomID?, texts: PackedStrings, ids: [ClientID], firstCount: UInt64, created: Timestamp
   ) -> [OutboxEntry] {
     let batch = Batch(room: room, created: created, firstCount: firstCount, texts: texts, ids: ids)
     return (0..<min(texts.count, ids.count)).map { OutboxEntry(batch, $0) }

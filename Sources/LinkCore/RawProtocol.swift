@@ -10,7 +10,7 @@ public struct RawProtocol: BackendProtocol {
   public var hasRooms: Bool { false }
   public mutating func join(_ room: RoomID) -> Message? { nil }
   public mutating func leave(_ room: RoomID) -> Message? { nil }
-  public mutating func encode(_ entry: OutboxEntry) -> Message { .text(Array(entry.text.utf8)) }
+  public mutating func encode(_ entry: OutboxEntry) -> Message { .text(entry.textBytes) }
 
   public mutating func read(_ message: Message) -> ProtocolReading {
     guard case .text(let bytes) = message else {

@@ -5,8 +5,27 @@ import JSON
 public struct VarlinkCall: Sendable, Hashable {
   /// The fully qualified method, e.g. "io.chatlink.Daemon.Send".
   public var method: String
-  /// The parameters object (empty when absent).
-  public var parameters: JSONValue
+  /// The parameters object (empty when absent). A decoded call keeps the object's text and
+  /// parses it on each read: its method reads it once, or reads `parametersText` instead.
+  public var parameters: JSONValue {
+    get {
+      guard let parametersText else { return madeParameters }
+      let parsed = parametersText.withUnsafeBytes { text in
+        Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+      }
+      return (try? parsed.get()) ?? .object([])
+    }
+    set {
+      madeParameters = newValue
+      parametersText = nil
+    }
+  }
+  /// The parameters object's JSON text as the call carried it, validated (grammar, UTF-8,
+  /// depth) with the rest of the call; nil when there was none or the call was made here.
+  /// A method whose parameters are large (a batch of messages) reads them from this without
+  /// building a tree.
+  public private(set) var parametersText: ArraySlice<UInt8>?
+  private var madeParameters: JSONValue
   /// The caller wants no reply.
   public var oneway: Bool
   /// The caller accepts several replies (streaming).
@@ -32,7 +51,7 @@ public struct VarlinkCall: Sendable, Hashable {
     method: String, parameters: JSONValue = .object([]), oneway: Bool = false, more: Bool = false
   ) {
     self.method = method
-    self.parameters = parameters
+    self.madeParameters = parameters
     self.oneway = oneway
     self.more = more
   }
@@ -52,33 +71,64 @@ public struct VarlinkCall: Sendable, Hashable {
     return JSONValue.object(members).bytes + [0]
   }
 
+  /// The members of a call, as `decode` looks for them.
+  private static let members = JSONScanner.Keys([
+    "method", "parameters", "oneway", "more", "upgrade",
+  ])
+
   /// Reads a call from one message (without its NUL).
+  ///
+  /// One scan validates the message and finds its members; no tree is built, so a call's
+  /// parameters cost nothing until its method reads them.
   public static func decode(_ message: [UInt8]) throws(VarlinkError) -> VarlinkCall {
-    let value: JSONValue
-    do {
-      value = try JSONValue.parse(message)
-    } catch {
-      throw .invalidMessage("the request is not valid JSON (UTF-8)")
-    }
-    guard case .object = value else { throw .invalidMessage("the request is not a JSON object") }
-    guard let method = value["method"]?.stringValue, !method.isEmpty else {
+    let scanned = message.withUnsafeBytes { JSONScanner.scan($0, topLevel: members) }
+    guard let scanned else { throw .invalidMessage("the request is not valid JSON (UTF-8)") }
+    guard scanned.isObject else { throw .invalidMessage("the request is not a JSON object") }
+    let found = scanned.topLevel
+    guard let methodRange = found[0], let method = string(message[methodRange]), !method.isEmpty
+    else {
       throw .invalidMessage("the request has no \"method\" string")
     }
-    let parameters = value["parameters"] ?? .object([])
-    guard case .object = parameters else {
-      throw .invalidParameter(name: "parameters", reason: "must be an object")
+    var parametersText: ArraySlice<UInt8>?
+    if let range = found[1] {
+      guard message[range.lowerBound] == UInt8(ascii: "{") else {
+        throw .invalidParameter(name: "parameters", reason: "must be an object")
+      }
+      parametersText = message[range]
     }
-    for flag in ["oneway", "more", "upgrade"] {
-      if let v = value[flag], v.boolValue == nil {
+    var flags: [Bool] = []
+    for (index, flag) in ["oneway", "more", "upgrade"].enumerated() {
+      guard let range = found[2 + index] else {
+        flags.append(false)
+        continue
+      }
+      guard let value = boolean(message[range]) else {
         throw .invalidParameter(name: flag, reason: "must be a boolean")
       }
+      flags.append(value)
     }
-    if value["upgrade"]?.boolValue == true {
+    if flags[2] {
       throw .invalidParameter(name: "upgrade", reason: "connection upgrades are not supported")
     }
-    return VarlinkCall(
-      method: method, parameters: parameters, oneway: value["oneway"]?.boolValue ?? false,
-      more: value["more"]?.boolValue ?? false)
+    var call = VarlinkCall(method: method, oneway: flags[0], more: flags[1])
+    call.parametersText = parametersText
+    return call
+  }
+
+  /// A member's value as a string, nil when it is something else.
+  private static func string(_ value: ArraySlice<UInt8>) -> String? {
+    guard value.first == UInt8(ascii: "\"") else { return nil }
+    let parsed = value.withUnsafeBytes { text in
+      Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+    }
+    return (try? parsed.get())?.stringValue
+  }
+
+  /// A member's value as a boolean, nil when it is something else.
+  private static func boolean(_ value: ArraySlice<UInt8>) -> Bool? {
+    if value.elementsEqual("true".utf8) { return true }
+    if value.elementsEqual("false".utf8) { return false }
+    return nil
   }
 }
 

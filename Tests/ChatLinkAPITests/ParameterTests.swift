@@ -45,6 +45,41 @@ final class ParameterTests: XCTestCase {
       APIDecodingError(field: "texts", reason: "must hold from 1 to 10000 messages"))
   }
 
+  /// `init(validJSON:)` (how the daemon reads a SendBatch) against `init(json:)`: the same
+  /// value, or the same error.
+  private func bothReadings(_ text: String) -> (
+    Result<SendBatchParameters, APIDecodingError>,
+    Result<SendBatchParameters, APIDecodingError>
+  ) {
+    let tree = Result { () throws(APIDecodingError) in
+      try SendBatchParameters(json: (try? JSONValue.parse(text)) ?? .null)
+    }
+    let direct = Array(text.utf8).withUnsafeBytes { bytes in
+      Result { () throws(APIDecodingError) in try SendBatchParameters(validJSON: bytes) }
+    }
+    return (tree, direct)
+  }
+
+  func testSendBatchReadFromItsTextAgreesWithTheTreeOnEveryCase() throws {
+    let tooMany = "[" + Array(repeating: "\"x\"", count: 10_001).joined(separator: ",") + "]"
+    let cases = [
+      #"{"texts":["a","b"]}"#, #"{"room":"ops","texts":["say \"hi\"","\u00e9\n"]}"#,
+      #"{"texts":["a"],"room":7}"#, #"{"texts":["a"],"room":null}"#,
+      #"{"texts":["a"],"room":true}"#,
+      #"{"texts":["a"],"room":1.5}"#, #"{"texts":[]}"#, #"{"texts":["a",""]}"#,
+      #"{"texts":["",3]}"#, #"{"texts":["a",3,""]}"#, #"{"texts":"a"}"#, #"{"texts":null}"#,
+      #"{}"#, #"{"room":"7"}"#, #"{"texts":["old"],"texts":["new","er"]}"#,
+      #"{"texts":["a"],"other":{"nested":[1,2]}}"#, #"{ "texts" : [ "a" , "b" ] }"#,
+      #"{"texts":"# + tooMany + "}", #"{"texts":[3],"room":5}"#,
+    ]
+    for text in cases {
+      let (tree, direct) = bothReadings(text)
+      XCTAssertEqual(tree, direct, text)
+    }
+    let (_, read) = bothReadings(#"{"room":7,"texts":["a","b\"c"]}"#)
+    XCTAssertEqual(try read.get(), SendBatchParameters(room: "7", texts: ["a", "b\"c"]))
+  }
+
   func testHistoryChecksItsBounds() throws {
     XCTAssertEqual(try HistoryParameters(json: .object([])), HistoryParameters())
     XCTAssertEqual(

@@ -87,7 +87,7 @@ final class BackendLinkTests: XCTestCase {
     // Three batches confirmed by one pong: each record names its batch's room.
     for (room, texts) in [("7", ["a1", "a2"]), ("ops", ["b1"]), ("7", ["c1", "c2"])] {
       var done = false
-      outbox.enqueue(room: RoomID(room), texts: texts) { _ in done = true }
+      outbox.enqueue(room: RoomID(room), texts: PackedStrings(texts)) { _ in done = true }
       try spin(loop) { done }
     }
     let link = try start(rooms: ["7", "ops"])

@@ -191,6 +191,21 @@ final class ControlServiceTests: XCTestCase {
     XCTAssertEqual(target.queued.map(\.text), ["a", "b", "c"])
   }
 
+  func testSendBatchTextsWithEscapesReachTheOutboxAsTheyWereMeant() throws {
+    // Read from the request's text without a tree: escapes, non-ASCII and blanks as JSON has
+    // them, whatever the client's spacing.
+    let client = try fixture.client()
+    client.write(
+      Array(
+        #"{"method":"io.chatlink.Daemon.SendBatch","parameters":{ "texts" : [ "say \"hi\"" , "\u00e9😀\n", "a\\b" ] , "room" : 7 }}"#
+          .utf8) + [0])
+    XCTAssertEqual(
+      text(try client.rawReply()),
+      #"{"parameters":{"ids":["id1","id2","id3"],"count":1,"state":"queued"}}"#)
+    XCTAssertEqual(target.queued.map(\.text), ["say \"hi\"", "é😀\n", "a\\b"])
+    XCTAssertEqual(target.queued.map(\.room), [RoomID("7"), RoomID("7"), RoomID("7")])
+  }
+
   func testASendBatchIsAnsweredTheMomentItIsDurableNotAtTheEndOfTheLoopIteration() throws {
     // The daemon goes on, in the same iteration, to send the batch to the backend; the client
     // waits for this reply before it sends more.

@@ -74,7 +74,7 @@ final class FakeTarget: ControlTarget {
   }
 
   func enqueue(
-    room: RoomID?, texts: [String],
+    room: RoomID?, texts: PackedStrings,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
     let result = add(room: room, texts: texts, id: nil)
@@ -92,7 +92,7 @@ final class FakeTarget: ControlTarget {
   var heldBatch: (() -> Void)?
 
   /// Queues texts with ids id1, id2, … (or `id`), and counts from 1.
-  private func add(room: RoomID?, texts: [String], id: String?)
+  private func add(room: RoomID?, texts: PackedStrings, id: String?)
     -> Result<ArraySlice<OutboxEntry>, DaemonError>
   {
     guard queued.count + texts.count <= outboxLimit else {

@@ -75,7 +75,9 @@ final class OutboxTests: XCTestCase {
   private func sendBatch(_ outbox: Outbox, _ texts: [String], room: String? = "7") throws
     -> Result<ArraySlice<OutboxEntry>, OutboxError>
   {
-    try completed { outbox.enqueue(room: room.flatMap(RoomID.init), texts: texts, completion: $0) }
+    try completed {
+      outbox.enqueue(room: room.flatMap(RoomID.init), texts: PackedStrings(texts), completion: $0)
+    }
   }
 
   func testABatchIsDurableInOrderWithConsecutiveCountsBeforeItsCompletion() throws {

@@ -73,6 +73,53 @@ final class VarlinkCodecTests: XCTestCase {
     XCTAssertThrowsError(try VarlinkCall.decode([0x7B, 0xFF, 0x7D]))
   }
 
+  func testADecodedCallKeepsItsParametersTextAndReadsTheSameTreeFromIt() throws {
+    let text = #"{"more":true,"parameters":{"texts":["a","b\"c"],"room":7},"method":"a.b.C"}"#
+    let call = try VarlinkCall.decode(Array(text.utf8))
+    XCTAssertEqual(call.method, "a.b.C")
+    XCTAssertTrue(call.more)
+    XCTAssertFalse(call.oneway)
+    XCTAssertEqual(
+      call.parametersText.map { Array($0) }, Array(#"{"texts":["a","b\"c"],"room":7}"#.utf8))
+    XCTAssertEqual(
+      call.parameters,
+      .object([("texts", .array([.string("a"), .string("b\"c")])), ("room", .int(7))]))
+    // Setting the parameters replaces the text: what is read is what was set.
+    var changed = call
+    changed.parameters = .object([("x", .int(1))])
+    XCTAssertNil(changed.parametersText)
+    XCTAssertEqual(changed.parameters, .object([("x", .int(1))]))
+    // No parameters: an empty object, and no text.
+    let bare = try VarlinkCall.decode(Array(#"{"method":"a.b.C"}"#.utf8))
+    XCTAssertNil(bare.parametersText)
+    XCTAssertEqual(bare.parameters, .object([]))
+  }
+
+  func testACallsMembersAreReadAsJSONValueReadsThem() throws {
+    // The last of duplicate members wins, escapes in the method are decoded, and blanks
+    // anywhere are allowed.
+    let call = try VarlinkCall.decode(
+      Array(
+        #" { "method" : "a.b.Old" , "parameters":{"x":1}, "method":"a.b.\u004eew", "parameters" : {"y":2} , "oneway":false } "#
+          .utf8))
+    XCTAssertEqual(call.method, "a.b.New")
+    XCTAssertEqual(call.parameters, .object([("y", .int(2))]))
+    XCTAssertFalse(call.oneway)
+    let refused: [(String, String)] = [
+      (#"{"method":""}"#, "no \"method\""), (#"{"method":7}"#, "no \"method\""),
+      (#"{"method":"a.b","parameters":null}"#, "must be an object"),
+      (#"{"method":"a.b","oneway":null}"#, "boolean"),
+      (#"{"method":"a.b","more":1}"#, "boolean"),
+      (#"{"method":"a.b","upgrade":false,"more":true}"#, ""),
+    ]
+    for (text, expected) in refused.dropLast() {
+      XCTAssertThrowsError(try VarlinkCall.decode(Array(text.utf8)), text) { error in
+        XCTAssertTrue("\(error)".contains(expected), "\(text): \(error)")
+      }
+    }
+    XCTAssertTrue(try VarlinkCall.decode(Array(refused[refused.count - 1].0.utf8)).more)
+  }
+
   func testRepliesCarryErrorsAndContinues() throws {
     let reply = VarlinkReply(.methodNotFound("x.y.Z"))
     let decoded = try VarlinkReply.decode(Array(reply.encoded.dropLast()))

@@ -20,7 +20,13 @@ struct ControlMethod: Sendable {
     let entry = ControlMethod(readOnly: readOnly) { service, request throws(DaemonError) in
       let parameters: Method.Parameters
       do throws(APIDecodingError) {
-        parameters = try Method.Parameters(json: request.call.parameters)
+        if let text = request.call.parametersText {
+          parameters = try text.withUnsafeBytes { text in
+            Result { () throws(APIDecodingError) in try Method.Parameters(validJSON: text) }
+          }.get()
+        } else {
+          parameters = try Method.Parameters(json: request.call.parameters)
+        }
       } catch {
         throw DaemonError(error)
       }

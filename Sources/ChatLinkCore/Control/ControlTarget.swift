@@ -39,7 +39,7 @@ public protocol ControlTarget: AnyObject {
   /// Queues messages for one room, in order, all or none; `completion` gets their outbox
   /// entries (the reply's ids and counts) once all are durable, or one refusal.
   func enqueue(
-    room: RoomID?, texts: [String],
+    room: RoomID?, texts: PackedStrings,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void)
   /// Reads stored records off the loop; `completion` gets them oldest first, or
   /// `.storageFailed`.

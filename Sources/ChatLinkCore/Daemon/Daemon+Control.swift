@@ -73,7 +73,7 @@ extension Daemon: ControlTarget {
   }
 
   public func enqueue(
-    room: RoomID?, texts: [String],
+    room: RoomID?, texts: PackedStrings,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
     if let reason = link.refusal(room: room) {

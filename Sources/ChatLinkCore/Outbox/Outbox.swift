@@ -110,7 +110,7 @@ public final class Outbox {
     guard waitingCount < maxMessages else {
       return completion(.failure(.full(limit: maxMessages)))
     }
-    add(room: room, texts: [text], id: id) { result in
+    add(room: room, texts: PackedStrings([text]), id: id) { result in
       completion(result.map { $0[$0.startIndex] })
     }
   }
@@ -121,7 +121,7 @@ public final class Outbox {
   /// One call, one fsync share and one completion for the lot: this is what makes a stream
   /// of sends (`chatlinkctl send -`) cheap per message.
   public func enqueue(
-    room: RoomID?, texts: [String],
+    room: RoomID?, texts: PackedStrings,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
     guard !texts.isEmpty else { return completion(.success([])) }
@@ -154,7 +154,7 @@ public final class Outbox {
   private var waitingCount: Int { pending.count + batchEntries.count + inFlightEntries.count }
 
   private func add(
-    room: RoomID?, texts: [String], id: String?,
+    room: RoomID?, texts: PackedStrings, id: String?,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
     let created = Timestamp.now()
@@ -171,7 +171,7 @@ public final class Outbox {
       // Drawn from a local: the property would be checked for exclusive access per id.
       var generator = SecureRandomGenerator()
       swap(&generator, &random)
-      for _ in texts { ids.append(.generated(generator.next())) }
+      for _ in 0..<texts.count { ids.append(.generated(generator.next())) }
       swap(&generator, &random)
     }
     let accepted = OutboxEntry.batch(

@@ -148,7 +148,7 @@ public struct MQTTProtocol: BackendProtocol {
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
     var message = MQTTPublish(
-      topic: topic(entry.room), payload: Array(entry.text.utf8), qos: settings.qos)
+      topic: topic(entry.room), payload: entry.textBytes, qos: settings.qos)
     if settings.qos > 0 {
       let id = UInt16(entry.count % Self.publishIDs + 1)
       message.packetID = id

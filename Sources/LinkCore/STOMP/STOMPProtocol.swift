@@ -132,7 +132,7 @@ public struct STOMPProtocol: BackendProtocol {
   }
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
-    let body = Array(entry.text.utf8)
+    let body = entry.textBytes
     awaiting.append(.send(entry.count))
     let headers = [
       STOMPHeader("destination", entry.room?.name ?? ""),
