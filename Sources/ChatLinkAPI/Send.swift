@@ -155,15 +155,15 @@ public struct SendBatchParameters: JSONRepresentable {
 }
 
 public struct SendBatchReceipt: JSONRepresentable {
-  /// The client ids, in the order of the texts.
-  public var ids: [String]
+  /// The client ids, in the order of the texts, in one buffer for the lot.
+  public var ids: PackedStrings
   /// The first message's outbox counter; the others follow it.
   public var count: Int
   /// How far the messages got: `queued`.
   public var state: SendState
 
   /// Creates a receipt.
-  public init(ids: [String], count: Int, state: SendState = .queued) {
+  public init(ids: PackedStrings, count: Int, state: SendState = .queued) {
     self.ids = ids
     self.count = count
     self.state = state
@@ -171,9 +171,34 @@ public struct SendBatchReceipt: JSONRepresentable {
 
   public init(json: JSONValue) throws(APIDecodingError) {
     let object = try ObjectReader(json)
-    ids = try object.strings("ids")
+    ids = PackedStrings(try object.strings("ids"))
     count = try object.int("count")
     state = SendState(rawValue: try object.string("state"))
+  }
+
+  private static let members = JSONScanner.Keys(["ids", "count", "state"])
+
+  /// Reads the ids straight from the reply's text into one buffer: no string for each.
+  /// A reply that does not read goes the way of `init(json:)`, for the same error.
+  public init(validJSON text: UnsafeRawBufferPointer) throws(APIDecodingError) {
+    if let found = JSONScanner.scan(text, topLevel: Self.members, knownUTF8: true),
+      found.isObject, let idsRange = found.topLevel[0],
+      case .strings(let ids) = PackedStrings.readJSONArray(
+        UnsafeRawBufferPointer(rebasing: text[idsRange])),
+      let countRange = found.topLevel[1], let stateRange = found.topLevel[2]
+    {
+      func value(_ range: Range<Int>) -> JSONValue? {
+        try? Result { () throws(JSONValue.ParseError) in
+          try JSONValue.parse(UnsafeRawBufferPointer(rebasing: text[range]))
+        }.get()
+      }
+      if let count = value(countRange)?.intValue, let state = value(stateRange)?.stringValue {
+        self.init(ids: ids, count: Int(count), state: SendState(rawValue: state))
+        return
+      }
+    }
+    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+    try self.init(json: (try? parsed.get()) ?? .null)
   }
 
   public var json: JSONValue {

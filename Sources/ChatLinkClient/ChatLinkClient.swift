@@ -51,6 +51,24 @@ public final class ChatLinkClient {
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
+    var iterator = texts.makeIterator()
+    try sendMany(
+      room: room, onReceipts: { $0.receipts.forEach(onReceipt) },
+      next: { body in
+        guard var text = iterator.next() else { return false }
+        text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        return true
+      })
+  }
+
+  /// `sendMany` with each message given by `next` as its UTF-8 bytes, read where they lie (a
+  /// line of input, without a string made of it): `next` calls its argument with the next
+  /// message and returns true, or returns false when there are no more. `onReceipts` gets
+  /// each batch's receipt as the daemon gave it (its ids in one buffer), in order.
+  public func sendMany(
+    room: String?, onReceipts: (SendBatchReceipt) -> Void,
+    next: (_ body: (UnsafeRawBufferPointer) -> Void) -> Bool
+  ) throws(ClientError) {
     let batchCount = 512
     // The daemon refuses requests over 64 KiB; a line longer than this goes alone.
     let batchBytes = 48 * 1024
@@ -80,7 +98,7 @@ public final class ChatLinkClient {
     func receiveBatch() throws(ClientError) {
       let reply: SendBatchReceipt
       do {
-        reply = try Self.decode(try connection.receive().parameters)
+        reply = try Self.decode(try connection.receive())
         inFlight -= 1
       } catch {
         guard case .varlink = error else { throw error }
@@ -88,13 +106,11 @@ public final class ChatLinkClient {
         refusal = refusal ?? error
         return
       }
-      for (offset, id) in reply.ids.enumerated() {
-        onReceipt(SendReceipt(id: id, state: reply.state, count: reply.count + offset))
-      }
+      onReceipts(reply)
     }
-    for text in texts {
+    while true {
       item.removeAll(keepingCapacity: true)
-      JSONString.append(text, to: &item)
+      guard next({ JSONString.append($0, to: &item) }) else { break }
       if queued > 0 && (queued == batchCount || request.count + item.count > batchBytes) {
         try finishBatch()
         while inFlight >= window { try receiveBatch() }
@@ -184,6 +200,21 @@ public final class ChatLinkClient {
   }
 
   /// Reads a typed value from the daemon's JSON; one that does not read is the daemon's fault.
+  /// A reply's parameters, read from their text when the reply has it (no tree is built for a
+  /// type that reads its text itself).
+  private static func decode<Value: JSONRepresentable>(_ reply: VarlinkReply) throws(ClientError)
+    -> Value
+  {
+    guard let text = reply.parametersText else { return try decode(reply.parameters) }
+    do {
+      return try text.withUnsafeBytes { text in
+        Result { () throws(APIDecodingError) in try Value(validJSON: text) }
+      }.get()
+    } catch {
+      throw .protocolError(error.description)
+    }
+  }
+
   private static func decode<Value: JSONRepresentable>(_ json: JSONValue, _ field: String = "")
     throws(ClientError) -> Value
   {

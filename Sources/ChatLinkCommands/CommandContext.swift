@@ -82,8 +82,9 @@ public struct CommandContext {
   public var outputIsTerminal: Bool
   /// The environment (CHATLINK_SOCKET, NO_COLOR, TERM).
   public var environment: [String: String]
-  /// Reads one line of standard input without its newline; nil at end of input.
-  public var readLine: () -> String?
+  /// Reads standard input into the buffer it is given: how many bytes it put there, 0 at the
+  /// end of input.
+  public var readInput: (UnsafeMutableRawBufferPointer) -> Int
   /// Waits between polls (status --watch); returning false ends the loop.
   public var pause: (_ seconds: Double) -> Bool
   /// The wall clock, in microseconds since the epoch.
@@ -94,7 +95,8 @@ public struct CommandContext {
   /// Creates a context.
   public init(
     output: any TextSink, errors: any TextSink, outputIsTerminal: Bool = false,
-    environment: [String: String] = [:], readLine: @escaping () -> String? = { nil },
+    environment: [String: String] = [:],
+    readInput: @escaping (UnsafeMutableRawBufferPointer) -> Int = { _ in 0 },
     pause: @escaping (Double) -> Bool = { _ in false }, now: @escaping () -> Int64 = { 0 },
     timeDisplay: TimeDisplay = .utc
   ) {
@@ -102,7 +104,7 @@ public struct CommandContext {
     self.errors = errors
     self.outputIsTerminal = outputIsTerminal
     self.environment = environment
-    self.readLine = readLine
+    self.readInput = readInput
     self.pause = pause
     self.now = now
     self.timeDisplay = timeDisplay
@@ -124,7 +126,14 @@ public struct CommandContext {
       errors: FileDescriptorSink(fd: STDERR_FILENO, unbuffered: true),
       outputIsTerminal: isatty(STDOUT_FILENO) == 1,
       environment: environment,
-      readLine: { Swift.readLine(strippingNewline: true) },
+      readInput: { buffer in
+        while true {
+          let count = Glibc.read(STDIN_FILENO, buffer.baseAddress, buffer.count)
+          // A read error ends the input, as the end of the file does.
+          if count < 0 && errno == EINTR { continue }
+          return max(count, 0)
+        }
+      },
       pause: { seconds in
         usleep(UInt32(seconds * 1_000_000))
         return true

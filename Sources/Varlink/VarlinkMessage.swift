@@ -116,7 +116,7 @@ public struct VarlinkCall: Sendable, Hashable {
   }
 
   /// A member's value as a string, nil when it is something else.
-  private static func string(_ value: ArraySlice<UInt8>) -> String? {
+  static func string(_ value: ArraySlice<UInt8>) -> String? {
     guard value.first == UInt8(ascii: "\"") else { return nil }
     let parsed = value.withUnsafeBytes { text in
       Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
@@ -125,7 +125,7 @@ public struct VarlinkCall: Sendable, Hashable {
   }
 
   /// A member's value as a boolean, nil when it is something else.
-  private static func boolean(_ value: ArraySlice<UInt8>) -> Bool? {
+  static func boolean(_ value: ArraySlice<UInt8>) -> Bool? {
     if value.elementsEqual("true".utf8) { return true }
     if value.elementsEqual("false".utf8) { return false }
     return nil
@@ -134,8 +134,26 @@ public struct VarlinkCall: Sendable, Hashable {
 
 /// A reply: `{"parameters":{…},"continues":true}` or `{"error":"…","parameters":{…}}`.
 public struct VarlinkReply: Sendable, Hashable {
-  /// The out-parameters (or error parameters).
-  public var parameters: JSONValue
+  /// The out-parameters (or error parameters). A decoded reply keeps their text and parses it
+  /// on each read: read it once, or read `parametersText` instead.
+  public var parameters: JSONValue {
+    get {
+      guard let parametersText else { return madeParameters }
+      let parsed = parametersText.withUnsafeBytes { text in
+        Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+      }
+      return (try? parsed.get()) ?? .object([])
+    }
+    set {
+      madeParameters = newValue
+      parametersText = nil
+    }
+  }
+  /// The parameters' JSON text as the reply carried it, validated with the rest of it; nil
+  /// when there was none or the reply was made here. A client reads a large reply (the ids of
+  /// a batch) from this without building a tree.
+  public private(set) var parametersText: ArraySlice<UInt8>?
+  private var madeParameters: JSONValue
   /// More replies follow (only for calls with `more`).
   public var continues: Bool
   /// The error name, for error replies.
@@ -143,7 +161,7 @@ public struct VarlinkReply: Sendable, Hashable {
 
   /// Creates a reply.
   public init(parameters: JSONValue = .object([]), continues: Bool = false, error: String? = nil) {
-    self.parameters = parameters
+    self.madeParameters = parameters
     self.continues = continues
     self.error = error
   }
@@ -151,6 +169,16 @@ public struct VarlinkReply: Sendable, Hashable {
   /// An error reply.
   public init(_ error: VarlinkError) {
     self.init(parameters: error.parameters, error: error.name)
+  }
+
+  public static func == (lhs: VarlinkReply, rhs: VarlinkReply) -> Bool {
+    lhs.parameters == rhs.parameters && lhs.continues == rhs.continues && lhs.error == rhs.error
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(parameters)
+    hasher.combine(continues)
+    hasher.combine(error)
   }
 
   /// The wire bytes, NUL included.
@@ -162,14 +190,21 @@ public struct VarlinkReply: Sendable, Hashable {
     return JSONValue.object(members).bytes + [0]
   }
 
-  /// Reads a reply from one message (without its NUL).
+  private static let members = JSONScanner.Keys(["parameters", "continues", "error"])
+
+  /// Reads a reply from one message (without its NUL): one scan, no tree.
   public static func decode(_ message: [UInt8]) throws(VarlinkError) -> VarlinkReply {
-    guard let value = try? JSONValue.parse(message), case .object = value else {
+    let scanned = message.withUnsafeBytes { JSONScanner.scan($0, topLevel: members) }
+    guard let scanned, scanned.isObject else {
       throw .invalidMessage("the reply is not a JSON object")
     }
-    return VarlinkReply(
-      parameters: value["parameters"] ?? .object([]),
-      continues: value["continues"]?.boolValue ?? false, error: value["error"]?.stringValue)
+    let found = scanned.topLevel
+    // A member of the wrong type reads as absent, as it always has.
+    var reply = VarlinkReply(
+      continues: found[1].map { VarlinkCall.boolean(message[$0]) == true } ?? false,
+      error: found[2].flatMap { VarlinkCall.string(message[$0]) })
+    reply.parametersText = found[0].map { message[$0] }
+    return reply
   }
 }
 

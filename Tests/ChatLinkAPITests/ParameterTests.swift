@@ -80,6 +80,30 @@ final class ParameterTests: XCTestCase {
     XCTAssertEqual(try read.get(), SendBatchParameters(room: "7", texts: ["a", "b\"c"]))
   }
 
+  func testASendBatchReceiptReadFromItsTextAgreesWithTheTree() throws {
+    let cases = [
+      #"{"ids":["a","b\"c"],"count":7,"state":"queued"}"#, #"{"ids":[],"count":1,"state":"x"}"#,
+      #"{"ids":["a"],"count":"7","state":"queued"}"#, #"{"ids":["a",1],"count":7,"state":"q"}"#,
+      #"{"count":7,"state":"queued"}"#, #"{"ids":["a"],"state":"queued"}"#,
+      #"{"ids":["a"],"count":7}"#, #"{"ids":["a"],"count":7,"state":null}"#,
+      #"{"ids":["a"],"count":7.0,"state":"queued","more":[1]}"#,
+    ]
+    for text in cases {
+      let tree = Result { () throws(APIDecodingError) in
+        try SendBatchReceipt(json: (try? JSONValue.parse(text)) ?? .null)
+      }
+      let direct = Array(text.utf8).withUnsafeBytes { bytes in
+        Result { () throws(APIDecodingError) in try SendBatchReceipt(validJSON: bytes) }
+      }
+      XCTAssertEqual(tree, direct, text)
+    }
+    let read = try Array(#"{"ids":["a","b"],"count":7,"state":"queued"}"#.utf8).withUnsafeBytes {
+      try SendBatchReceipt(validJSON: $0)
+    }
+    XCTAssertEqual(read.receipts.map(\.id), ["a", "b"])
+    XCTAssertEqual(read.receipts.map(\.count), [7, 8])
+  }
+
   func testHistoryChecksItsBounds() throws {
     XCTAssertEqual(try HistoryParameters(json: .object([])), HistoryParameters())
     XCTAssertEqual(

@@ -22,12 +22,18 @@ func chatlinkctl(
 ) -> Run {
   let output = StringSink()
   let errors = StringSink()
-  var lines = input[...]
+  // Served in pieces that split lines, as a pipe would.
+  var bytes = Array(input.map { $0 + "\n" }.joined().utf8)[...]
   var remainingPolls = polls
   var clock: Int64 = 1_796_212_800_000_000  // 2026-12-02T12:00:00Z
   let context = CommandContext(
     output: output, errors: errors, outputIsTerminal: terminal, environment: environment,
-    readLine: { lines.popFirst() },
+    readInput: { buffer in
+      let count = min(buffer.count, bytes.count, 1000)
+      for (offset, byte) in bytes.prefix(count).enumerated() { buffer[offset] = byte }
+      bytes = bytes.dropFirst(count)
+      return count
+    },
     pause: { _ in
       remainingPolls -= 1
       clock += 1_000_000

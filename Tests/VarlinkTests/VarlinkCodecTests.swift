@@ -132,6 +132,32 @@ final class VarlinkCodecTests: XCTestCase {
       #"{"parameters":{"n":1},"continues":true}"#)
   }
 
+  func testADecodedReplyKeepsItsParametersTextAndReadsMembersOfTheWrongTypeAsAbsent() throws {
+    let text = #"{"parameters":{"ids":["a","b"],"count":3},"continues":true}"#
+    let reply = try VarlinkReply.decode(Array(text.utf8))
+    XCTAssertEqual(
+      reply.parametersText.map { Array($0) }, Array(#"{"ids":["a","b"],"count":3}"#.utf8))
+    XCTAssertEqual(
+      reply,
+      VarlinkReply(
+        parameters: try JSONValue.parse(#"{"ids":["a","b"],"count":3}"#),
+        continues: true))
+    XCTAssertEqual(
+      reply.hashValue, VarlinkReply(parameters: reply.parameters, continues: true).hashValue)
+    let odd = try VarlinkReply.decode(
+      Array(#"{"continues":"yes","error":5,"parameters":null,"error":"a.b.C"}"#.utf8))
+    XCTAssertFalse(odd.continues)
+    XCTAssertEqual(odd.error, "a.b.C")
+    XCTAssertEqual(odd.parameters, .null)
+    let wrong = try VarlinkReply.decode(Array(#"{"error":5}"#.utf8))
+    XCTAssertNil(wrong.error)
+    XCTAssertNil(wrong.parametersText)
+    XCTAssertEqual(wrong.parameters, .object([]))
+    for text in ["[]", "5", "{", #"{"parameters":}"#] {
+      XCTAssertThrowsError(try VarlinkReply.decode(Array(text.utf8)), text)
+    }
+  }
+
   func testErrorNamesRoundTrip() {
     let errors: [VarlinkError] = [
       .interfaceNotFound("a"), .methodNotFound("a.b"), .methodNotImplemented("a.b"),

@@ -57,11 +57,19 @@ public struct SendCommand: ParsableCommand {
     var last: SendReceipt?
     let json = globals.json
     do {
-      try client.sendMany(InputLines(read: context.readLine), room: room) { receipt in
-        count += 1
-        last = receipt
-        if json { context.write(Format.json(receipt.json)) }
-      }
+      var lines = InputLines(read: context.readInput)
+      try client.sendMany(
+        room: room,
+        onReceipts: { batch in
+          // A receipt for each message only where each is printed.
+          if json {
+            for receipt in batch.receipts { context.write(Format.json(receipt.json)) }
+          }
+          guard let lastID = batch.ids.last else { return }
+          count += batch.ids.count
+          last = SendReceipt(
+            id: lastID, state: batch.state, count: batch.count + batch.ids.count - 1)
+        }, next: { lines.next($0) })
     } catch {
       if !json, count > 0 {
         context.write(Format.sendSummary(count: count, last: last, colour: context.colour))
@@ -69,18 +77,5 @@ public struct SendCommand: ParsableCommand {
       throw error
     }
     if !json { context.write(Format.sendSummary(count: count, last: last, colour: context.colour)) }
-  }
-}
-
-/// The non-empty lines of standard input, read as `sendMany` asks for them.
-struct InputLines: Sequence, IteratorProtocol {
-  let read: () -> String?
-
-  mutating func next() -> String? {
-    while let line = read() {
-      let trimmed = line.hasSuffix("\r") ? String(line.dropLast()) : line
-      if !trimmed.isEmpty { return trimmed }
-    }
-    return nil
   }
 }
