@@ -51,12 +51,26 @@ public struct MaskingKey: Sendable, Hashable {
     let k32 =
       UInt32(bytes.0) | UInt32(bytes.1) << 8 | UInt32(bytes.2) << 16 | UInt32(bytes.3) << 24
     let k64 = UInt64(k32) | UInt64(k32) << 32
+    // Sixteen bytes a step (one vector register), then a word, then what is left.
+    let k128 = SIMD16<UInt8>(
+      bytes.0, bytes.1, bytes.2, bytes.3, bytes.0, bytes.1, bytes.2, bytes.3,
+      bytes.0, bytes.1, bytes.2, bytes.3, bytes.0, bytes.1, bytes.2, bytes.3)
+    while count &- index >= 16 {
+      let block = base.loadUnaligned(fromByteOffset: index, as: SIMD16<UInt8>.self)
+      base.storeBytes(of: block ^ k128, toByteOffset: index, as: SIMD16<UInt8>.self)
+      index &+= 16
+    }
     while count - index >= 8 {
       let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
       // The key bytes are laid out in memory order; on little-endian hosts the word above
       // matches that order, on big-endian hosts it must be swapped.
       base.storeBytes(of: word ^ k64.littleEndian, toByteOffset: index, as: UInt64.self)
       index += 8
+    }
+    if count - index >= 4 {
+      let word = base.loadUnaligned(fromByteOffset: index, as: UInt32.self)
+      base.storeBytes(of: word ^ k32.littleEndian, toByteOffset: index, as: UInt32.self)
+      index += 4
     }
     while index < count {
       base.storeBytes(

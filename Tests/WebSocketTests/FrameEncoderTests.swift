@@ -51,7 +51,9 @@ final class FrameEncoderTests: XCTestCase {
     let key = MaskingKey(0x12, 0x34, 0x56, 0x78)
     let keyBytes: [UInt8] = [0x12, 0x34, 0x56, 0x78]
     for offset in 0..<4 {
-      for length in [0, 1, 7, 8, 9, 31, 64] {
+      // Every length up to past two vector steps, a word and a half-word: each path and each
+      // hand-over between them.
+      for length in Array(0...52) + [64, 131, 4096] {
         var data = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let expected = data.enumerated().map { $1 ^ keyBytes[($0 + offset) % 4] }
         data.withUnsafeMutableBytes { key.apply(to: $0, offset: offset) }
