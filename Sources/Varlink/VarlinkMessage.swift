@@ -8,24 +8,15 @@ public struct VarlinkCall: Sendable, Hashable {
   /// The parameters object (empty when absent). A decoded call keeps the object's text and
   /// parses it on each read: its method reads it once, or reads `parametersText` instead.
   public var parameters: JSONValue {
-    get {
-      guard let parametersText else { return madeParameters }
-      let parsed = parametersText.withUnsafeBytes { text in
-        Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-      }
-      return (try? parsed.get()) ?? .object([])
-    }
-    set {
-      madeParameters = newValue
-      parametersText = nil
-    }
+    get { body.value }
+    set { body = ParametersBody(newValue) }
   }
   /// The parameters object's JSON text as the call carried it, validated (grammar, UTF-8,
   /// depth) with the rest of the call; nil when there was none or the call was made here.
   /// A method whose parameters are large (a batch of messages) reads them from this without
   /// building a tree.
-  public private(set) var parametersText: ArraySlice<UInt8>?
-  private var madeParameters: JSONValue
+  public var parametersText: ArraySlice<UInt8>? { body.text }
+  private var body: ParametersBody
   /// The caller wants no reply.
   public var oneway: Bool
   /// The caller accepts several replies (streaming).
@@ -51,7 +42,7 @@ public struct VarlinkCall: Sendable, Hashable {
     method: String, parameters: JSONValue = .object([]), oneway: Bool = false, more: Bool = false
   ) {
     self.method = method
-    self.madeParameters = parameters
+    body = ParametersBody(parameters)
     self.oneway = oneway
     self.more = more
   }
@@ -111,17 +102,14 @@ public struct VarlinkCall: Sendable, Hashable {
       throw .invalidParameter(name: "upgrade", reason: "connection upgrades are not supported")
     }
     var call = VarlinkCall(method: method, oneway: flags[0], more: flags[1])
-    call.parametersText = parametersText
+    if let parametersText { call.body = ParametersBody(text: parametersText) }
     return call
   }
 
   /// A member's value as a string, nil when it is something else.
   static func string(_ value: ArraySlice<UInt8>) -> String? {
     guard value.first == UInt8(ascii: "\"") else { return nil }
-    let parsed = value.withUnsafeBytes { text in
-      Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-    }
-    return (try? parsed.get())?.stringValue
+    return ParametersBody.parse(value)?.stringValue
   }
 
   /// A member's value as a boolean, nil when it is something else.
@@ -132,28 +120,49 @@ public struct VarlinkCall: Sendable, Hashable {
   }
 }
 
+/// A call's or a reply's parameters: a value made here, or the text a decoded message carried,
+/// validated with it and parsed when read.
+private struct ParametersBody: Sendable {
+  let text: ArraySlice<UInt8>?
+  private let made: JSONValue
+
+  init(_ value: JSONValue) {
+    text = nil
+    made = value
+  }
+
+  init(text: ArraySlice<UInt8>) {
+    self.text = text
+    made = .object([])
+  }
+
+  var value: JSONValue {
+    guard let text else { return made }
+    return Self.parse(text) ?? .object([])
+  }
+
+  /// A validated JSON text's value (nil if it is not JSON after all).
+  static func parse(_ text: ArraySlice<UInt8>) -> JSONValue? {
+    let parsed = text.withUnsafeBytes { text in
+      Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
+    }
+    return try? parsed.get()
+  }
+}
+
 /// A reply: `{"parameters":{…},"continues":true}` or `{"error":"…","parameters":{…}}`.
 public struct VarlinkReply: Sendable, Hashable {
   /// The out-parameters (or error parameters). A decoded reply keeps their text and parses it
   /// on each read: read it once, or read `parametersText` instead.
   public var parameters: JSONValue {
-    get {
-      guard let parametersText else { return madeParameters }
-      let parsed = parametersText.withUnsafeBytes { text in
-        Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-      }
-      return (try? parsed.get()) ?? .object([])
-    }
-    set {
-      madeParameters = newValue
-      parametersText = nil
-    }
+    get { body.value }
+    set { body = ParametersBody(newValue) }
   }
   /// The parameters' JSON text as the reply carried it, validated with the rest of it; nil
   /// when there was none or the reply was made here. A client reads a large reply (the ids of
   /// a batch) from this without building a tree.
-  public private(set) var parametersText: ArraySlice<UInt8>?
-  private var madeParameters: JSONValue
+  public var parametersText: ArraySlice<UInt8>? { body.text }
+  private var body: ParametersBody
   /// More replies follow (only for calls with `more`).
   public var continues: Bool
   /// The error name, for error replies.
@@ -161,7 +170,7 @@ public struct VarlinkReply: Sendable, Hashable {
 
   /// Creates a reply.
   public init(parameters: JSONValue = .object([]), continues: Bool = false, error: String? = nil) {
-    self.madeParameters = parameters
+    body = ParametersBody(parameters)
     self.continues = continues
     self.error = error
   }
@@ -203,7 +212,7 @@ public struct VarlinkReply: Sendable, Hashable {
     var reply = VarlinkReply(
       continues: found[1].map { VarlinkCall.boolean(message[$0]) == true } ?? false,
       error: found[2].flatMap { VarlinkCall.string(message[$0]) })
-    reply.parametersText = found[0].map { message[$0] }
+    if let range = found[0] { reply.body = ParametersBody(text: message[range]) }
     return reply
   }
 }
