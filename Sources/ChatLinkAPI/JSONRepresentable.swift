@@ -20,11 +20,17 @@ public protocol JSONRepresentable: Sendable, Hashable {
 
 extension JSONRepresentable {
   public init(validJSON text: UnsafeRawBufferPointer) throws(APIDecodingError) {
-    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-    guard let value = try? parsed.get() else {
+    guard let value = JSONValue.parsed(text) else {
       throw APIDecodingError(field: "", reason: "must be a JSON object")
     }
     try self.init(json: value)
+  }
+}
+
+extension JSONValue {
+  /// The value of a JSON text, nil when it is not one (as validated text always is).
+  static func parsed(_ text: UnsafeRawBufferPointer) -> JSONValue? {
+    try? Result { () throws(ParseError) in try parse(text) }.get()
   }
 }
 

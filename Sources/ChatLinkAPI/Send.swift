@@ -131,17 +131,13 @@ public struct SendBatchParameters: JSONRepresentable {
       (1...Self.limit).contains(messages.count),
       !messages.indices.contains(where: { messages.utf8Count(at: $0) == 0 })
     {
-      let room = found.topLevel[0].map { range in
-        let parsed = Result { () throws(JSONValue.ParseError) in
-          try JSONValue.parse(UnsafeRawBufferPointer(rebasing: text[range]))
-        }
-        return (try? parsed.get()) ?? .null
+      let room = found.topLevel[0].map {
+        JSONValue.parsed(UnsafeRawBufferPointer(rebasing: text[$0])) ?? .null
       }
       self.init(room: try ObjectReader.room(room, "room"), texts: messages)
       return
     }
-    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-    try self.init(json: (try? parsed.get()) ?? .null)
+    try self.init(json: JSONValue.parsed(text) ?? .null)
   }
 
   private static let notAnArray = APIDecodingError(
@@ -154,6 +150,8 @@ public struct SendBatchParameters: JSONRepresentable {
   }
 }
 
+/// SendBatch's reply: `(ids: []string, count: int, state: string)`. `ids[i]` is the i-th
+/// text's client id, and its outbox counter is `count + i`.
 public struct SendBatchReceipt: JSONRepresentable {
   /// The client ids, in the order of the texts, in one buffer for the lot.
   public var ids: PackedStrings
@@ -188,17 +186,14 @@ public struct SendBatchReceipt: JSONRepresentable {
       let countRange = found.topLevel[1], let stateRange = found.topLevel[2]
     {
       func value(_ range: Range<Int>) -> JSONValue? {
-        try? Result { () throws(JSONValue.ParseError) in
-          try JSONValue.parse(UnsafeRawBufferPointer(rebasing: text[range]))
-        }.get()
+        JSONValue.parsed(UnsafeRawBufferPointer(rebasing: text[range]))
       }
       if let count = value(countRange)?.intValue, let state = value(stateRange)?.stringValue {
         self.init(ids: ids, count: Int(count), state: SendState(rawValue: state))
         return
       }
     }
-    let parsed = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-    try self.init(json: (try? parsed.get()) ?? .null)
+    try self.init(json: JSONValue.parsed(text) ?? .null)
   }
 
   public var json: JSONValue {
