@@ -199,9 +199,8 @@ public final class ChatLinkClient {
     try connection.call(Method.qualifiedName, parameters.json)
   }
 
-  /// Reads a typed value from the daemon's JSON; one that does not read is the daemon's fault.
   /// A reply's parameters, read from their text when the reply has it (no tree is built for a
-  /// type that reads its text itself).
+  /// type that reads its text itself); parameters that do not read are the daemon's fault.
   private static func decode<Value: JSONRepresentable>(_ reply: VarlinkReply) throws(ClientError)
     -> Value
   {
@@ -215,6 +214,7 @@ public final class ChatLinkClient {
     }
   }
 
+  /// Reads a typed value from the daemon's JSON; one that does not read is the daemon's fault.
   private static func decode<Value: JSONRepresentable>(_ json: JSONValue, _ field: String = "")
     throws(ClientError) -> Value
   {
