@@ -8,21 +8,18 @@ extension JSONScanner {
   /// array, read through one pointer for the whole scan, where an array of arrays retained and
   /// released an element for each comparison.
   public struct Keys: Sendable, Hashable {
-    /// The keys' bytes, one after the other.
-    let bytes: [UInt8]
-    /// Where each key starts in `bytes`, and where the last ends.
-    let bounds: [Int32]
+    /// The keys' bytes, one after the other, and where each starts.
+    let strings: PackedStrings
     /// How many keys there are.
-    public var count: Int { bounds.count - 1 }
+    public var count: Int { strings.count }
 
     /// Keys from their UTF-8 bytes, at most `FieldRanges.capacity`.
     public init(_ keys: [[UInt8]]) {
       precondition(
         keys.count <= FieldRanges.capacity, "at most \(FieldRanges.capacity) keys per level")
-      bytes = Array(keys.joined())
-      var bounds: [Int32] = [0]
-      for key in keys { bounds.append(bounds[bounds.count - 1] + Int32(key.count)) }
-      self.bounds = bounds
+      var strings = PackedStrings()
+      for key in keys { key.withUnsafeBytes { strings.append(utf8: $0) } }
+      self.strings = strings
     }
 
     /// Keys from strings.
@@ -36,8 +33,8 @@ extension JSONScanner {
     /// Calls `body` with a view of the keys that needs no reference counting.
     @inline(__always)
     func withTable<R>(_ body: (Table) -> R) -> R {
-      bytes.withUnsafeBufferPointer { bytes in
-        bounds.withUnsafeBufferPointer { bounds in
+      strings.bytes.withUnsafeBufferPointer { bytes in
+        strings.bounds.withUnsafeBufferPointer { bounds in
           body(
             Table(
               base: bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!,

@@ -1,4 +1,4 @@
-/// Strings kept as one UTF-8 buffer and the place where each ends.
+/// Strings kept as one UTF-8 buffer and the place where each starts and ends.
 ///
 /// A `SendBatch` carries hundreds of messages: read from its JSON into one buffer, they cost
 /// two allocations for the lot, where an array of `String`s costs one for each text (and one
@@ -6,16 +6,17 @@
 /// becomes read its bytes in place.
 public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
   /// The strings' bytes, one after the other.
-  private var bytes: [UInt8] = []
-  /// Where each string ends in `bytes` (the next one starts there).
-  private var ends: [Int32] = []
+  private(set) var bytes: [UInt8] = []
+  /// Where each string starts in `bytes`, and where the last ends: string `i` is
+  /// `bounds[i]..<bounds[i + 1]`, with no test for the first.
+  private(set) var bounds: [Int32] = [0]
 
   /// No strings.
   public init() {}
 
   /// The strings of `strings`, in order.
   public init(_ strings: [String]) {
-    ends.reserveCapacity(strings.count)
+    bounds.reserveCapacity(strings.count + 1)
     for string in strings { append(string) }
   }
 
@@ -24,7 +25,7 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
   }
 
   public var startIndex: Int { 0 }
-  public var endIndex: Int { ends.count }
+  public var endIndex: Int { bounds.count - 1 }
 
   /// The string at `index`, made on each call: the paths every message takes read its bytes
   /// with `withUTF8(at:_:)`.
@@ -36,7 +37,7 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
 
   /// The byte count of the string at `index`.
   public func utf8Count(at index: Int) -> Int {
-    Int(ends[index]) - (index == 0 ? 0 : Int(ends[index - 1]))
+    Int(bounds[index + 1]) - Int(bounds[index])
   }
 
   /// The strings, as `String`s.
@@ -46,8 +47,8 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
   /// Not generic: across modules, a generic result would look up its type's metadata on every
   /// call, and this is called for every message several times.
   public func withUTF8(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-    let start = index == 0 ? 0 : Int(ends[index - 1])
-    let end = Int(ends[index])
+    let start = Int(bounds[index])
+    let end = Int(bounds[index + 1])
     bytes.withUnsafeBufferPointer { all in
       body(UnsafeBufferPointer(rebasing: all[start..<end]))
     }
@@ -56,18 +57,18 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
   /// Appends a string.
   public mutating func append(_ string: String) {
     bytes.append(contentsOf: string.utf8)
-    ends.append(Int32(truncatingIfNeeded: bytes.count))
+    bounds.append(Int32(truncatingIfNeeded: bytes.count))
   }
 
   /// Appends a string given as its UTF-8 bytes.
   public mutating func append(utf8: UnsafeRawBufferPointer) {
     bytes.append(contentsOf: utf8)
-    ends.append(Int32(truncatingIfNeeded: bytes.count))
+    bounds.append(Int32(truncatingIfNeeded: bytes.count))
   }
 
   /// Room for `count` strings of `byteCount` bytes in all, so appending does not reallocate.
   public mutating func reserveCapacity(_ count: Int, bytes byteCount: Int) {
-    ends.reserveCapacity(count)
+    bounds.reserveCapacity(count + 1)
     bytes.reserveCapacity(byteCount)
   }
 
