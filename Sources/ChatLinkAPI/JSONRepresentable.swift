@@ -27,13 +27,6 @@ extension JSONRepresentable {
   }
 }
 
-extension JSONValue {
-  /// The value of a JSON text, nil when it is not one (as validated text always is).
-  static func parsed(_ text: UnsafeRawBufferPointer) -> JSONValue? {
-    try? Result { () throws(ParseError) in try parse(text) }.get()
-  }
-}
-
 /// Why a JSON value is not the typed value expected: which member, and what it must be.
 public struct APIDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The member, with the members it is inside first ("status.received"); empty for the

@@ -192,6 +192,12 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     }.get()
   }
 
+  /// The value of a JSON text, nil when it is not one: for text a scan has validated already,
+  /// which always is.
+  public static func parsed(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
+    try? Result { () throws(ParseError) in try parse(bytes) }.get()
+  }
+
   /// Parses one JSON value from text.
   public static func parse(_ text: String) throws(ParseError) -> JSONValue {
     try parse(Array(text.utf8))

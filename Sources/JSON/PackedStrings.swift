@@ -40,9 +40,6 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
     Int(bounds[index + 1]) - Int(bounds[index])
   }
 
-  /// The strings, as `String`s.
-  public var strings: [String] { map { $0 } }
-
   /// Calls `body` with the UTF-8 bytes of the string at `index`, read where they are kept.
   /// Not generic: across modules, a generic result would look up its type's metadata on every
   /// call, and this is called for every message several times.
@@ -57,19 +54,20 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
   /// Appends a string.
   public mutating func append(_ string: String) {
     bytes.append(contentsOf: string.utf8)
-    bounds.append(Int32(truncatingIfNeeded: bytes.count))
+    endString()
   }
 
   /// Appends a string given as its UTF-8 bytes.
   public mutating func append(utf8: UnsafeRawBufferPointer) {
     bytes.append(contentsOf: utf8)
-    bounds.append(Int32(truncatingIfNeeded: bytes.count))
+    endString()
   }
 
-  /// Room for `count` strings of `byteCount` bytes in all, so appending does not reallocate.
-  public mutating func reserveCapacity(_ count: Int, bytes byteCount: Int) {
-    bounds.reserveCapacity(count + 1)
-    bytes.reserveCapacity(byteCount)
+  /// Notes where the string just appended ends. The offsets are 32-bit (a `SendBatch` is at
+  /// most 64 KiB): past 2 GiB they could not say where a string is.
+  private mutating func endString() {
+    precondition(bytes.count <= Int32.max, "PackedStrings holds at most 2 GiB")
+    bounds.append(Int32(truncatingIfNeeded: bytes.count))
   }
 
   /// What reading a JSON array of strings found.

@@ -34,7 +34,7 @@ struct MessageFields: Sendable {
     out += roomKey
     if let room = entry.room { out += room.json } else { out.append("null" as StaticString) }
     out += messageKey
-    out.appendJSONString(entry.text)
+    entry.withTextUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
     out += senderAndCountKey
     out.appendDecimal(entry.count)
     out += clientIDKey

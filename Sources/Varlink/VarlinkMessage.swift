@@ -109,7 +109,7 @@ public struct VarlinkCall: Sendable, Hashable {
   /// A member's value as a string, nil when it is something else.
   static func string(_ value: ArraySlice<UInt8>) -> String? {
     guard value.first == UInt8(ascii: "\"") else { return nil }
-    return ParametersBody.parse(value)?.stringValue
+    return value.withUnsafeBytes(JSONValue.parsed)?.stringValue
   }
 
   /// A member's value as a boolean, nil when it is something else.
@@ -138,15 +138,7 @@ private struct ParametersBody: Sendable {
 
   var value: JSONValue {
     guard let text else { return made }
-    return Self.parse(text) ?? .object([])
-  }
-
-  /// A validated JSON text's value (nil if it is not JSON after all).
-  static func parse(_ text: ArraySlice<UInt8>) -> JSONValue? {
-    let parsed = text.withUnsafeBytes { text in
-      Result { () throws(JSONValue.ParseError) in try JSONValue.parse(text) }
-    }
-    return try? parsed.get()
+    return text.withUnsafeBytes(JSONValue.parsed) ?? .object([])
   }
 }
 
