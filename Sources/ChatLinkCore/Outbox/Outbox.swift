@@ -29,7 +29,8 @@ public enum OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
 ///
 /// A message is acknowledged to the sender only after its line is fsynced, and stays until
 /// the backend confirms it, so it survives reconnects and restarts (at least once, in order).
-/// The file is an append-only log of `add` and `ack` lines, compacted when it grows.
+/// The file is an append-only log of `add`, `batch` and `ack` lines (`OutboxLines`,
+/// `OutboxLog`), compacted when it grows.
 public final class Outbox {
   /// The file name.
   public static let fileName = "outbox.jsonl"
@@ -178,7 +179,7 @@ public final class Outbox {
       room: room, texts: texts, ids: ids, firstCount: nextCount, created: created)
     var lines: [UInt8] = []
     swap(&lines, &batch)
-    OutboxLines.appendAdds(accepted, shared, to: &lines)
+    OutboxLines.appendAccepted(accepted, shared, to: &lines)
     swap(&lines, &batch)
     let start = batchEntries.count
     batchEntries.append(contentsOf: accepted)

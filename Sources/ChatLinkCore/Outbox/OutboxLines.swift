@@ -1,80 +1,104 @@
 import JSON
 import LinkCore
 
-/// The lines of the outbox log (`outbox.jsonl`) that carry messages: `add` lines and the image
-/// a compaction rewrites the log with. `OutboxLog` reads them back.
+/// The lines of the outbox log (`outbox.jsonl`) that carry messages, and the image a
+/// compaction rewrites the log with. `OutboxLog` reads them back.
+///
+/// A message accepted alone is an `add` line; messages accepted together (a `SendBatch`) are
+/// one `batch` line, which writes their room, time and first count once and their ids and
+/// texts as two arrays. The streamed send's durability is an fsync of these lines, and its
+/// time grows with their bytes: the batch line holds about half as many as an `add` line per
+/// message. It is also all or none, as the `SendBatch` is: a line torn by a crash was never
+/// acknowledged, and replay drops it whole.
 enum OutboxLines {
-  /// The parts of an `add` line around its id, count and text: `,"room":R,"count":` and
-  /// `,"time":"T","text":`.
+  /// What the entries accepted together share, formatted once: the room (JSON) and the time.
   struct Pieces {
-    var roomAndCount: [UInt8]
-    var timeAndText: [UInt8]
+    var room: [UInt8]
+    var time: [UInt8]
   }
 
   /// The pieces for entries of this room accepted at this time.
   static func pieces(
     room: RoomID?, created: Timestamp, formatter: inout TimestampFormatter
   ) -> Pieces {
-    var roomAndCount: [UInt8] = []
-    roomAndCount.append(#","room":"# as StaticString)
-    if let room { roomAndCount += room.json } else { roomAndCount.append("null" as StaticString) }
-    roomAndCount.append(#","count":"# as StaticString)
-    var timeAndText: [UInt8] = []
-    timeAndText.append(#","time":""# as StaticString)
-    formatter.append(created, to: &timeAndText)
-    timeAndText.append(#"","text":"# as StaticString)
-    return Pieces(roomAndCount: roomAndCount, timeAndText: timeAndText)
+    var time: [UInt8] = []
+    formatter.append(created, to: &time)
+    return Pieces(room: room?.json ?? Array("null".utf8), time: time)
   }
 
-  private static let addOpening: StaticString = #"{"op":"add","id":"#
-
-  /// Appends the `add` lines of `entries`, which share `pieces` (their room and time).
-  static func appendAdds(
-    _ entries: some Collection<OutboxEntry>, _ pieces: Pieces, to out: inout [UInt8]
+  /// Appends the lines of `entries`, accepted together (one room and time, consecutive
+  /// counts): an `add` line for one entry, a `batch` line for several.
+  static func appendAccepted(
+    _ entries: some RandomAccessCollection<OutboxEntry>, _ pieces: Pieces, to out: inout [UInt8]
   ) {
-    // The pieces are read through pointers taken once for the lot: captured as arrays, each
-    // line would retain and release them.
-    pieces.roomAndCount.withUnsafeBytes { roomAndCount in
-      pieces.timeAndText.withUnsafeBytes { timeAndText in
-        for entry in entries { appendAdd(entry, roomAndCount, timeAndText, to: &out) }
-      }
+    guard let first = entries.first else { return }
+    if entries.count == 1 {
+      appendAdd(first, pieces, to: &out)
+    } else {
+      appendBatch(entries, pieces, to: &out)
     }
   }
 
-  private static func appendAdd(
-    _ entry: OutboxEntry, _ roomAndCount: UnsafeRawBufferPointer,
-    _ timeAndText: UnsafeRawBufferPointer, to out: inout [UInt8]
-  ) {
-    // Nearly every line needs no escapes: then it is written in one piece.
-    if entry.isPlain {
-      entry.withTextUTF8 { text in
-        entry.clientID.withUTF8 { id in
-          let size =
-            addOpening.utf8CodeUnitCount + id.count + roomAndCount.count + 20
-            + timeAndText.count + text.count + 6
-          out.append(maxCount: size) { line in
-            line.write(addOpening)
-            line.writeQuoted(UnsafeRawBufferPointer(id))
-            line.write(roomAndCount)
-            line.writeDecimal(entry.count)
-            line.write(timeAndText)
-            line.writeQuoted(UnsafeRawBufferPointer(text))
-            line.write("}\n")
-          }
-        }
-      }
-      return
-    }
-    out.append(addOpening)
+  /// `{"op":"add","id":I,"room":R,"count":C,"time":T,"text":X}`.
+  private static func appendAdd(_ entry: OutboxEntry, _ pieces: Pieces, to out: inout [UInt8]) {
+    out.append(#"{"op":"add","id":"# as StaticString)
     entry.clientID.appendJSON(to: &out)
-    out.append(contentsOf: roomAndCount)
+    out.append(#","room":"# as StaticString)
+    out += pieces.room
+    out.append(#","count":"# as StaticString)
     out.appendDecimal(entry.count)
-    out.append(contentsOf: timeAndText)
-    entry.withTextUTF8 { JSONString.append(UnsafeRawBufferPointer($0), to: &out) }
+    out.append(#","time":""# as StaticString)
+    out += pieces.time
+    out.append(#"","text":"# as StaticString)
+    appendText(entry, to: &out)
     out.append("}\n" as StaticString)
   }
 
-  /// A compacted log: the counter line, then an `add` line for each pending entry.
+  /// `{"op":"batch","room":R,"count":C,"time":T,"ids":[I…],"texts":[X…]}`: entry `i` has count
+  /// `C + i`.
+  private static func appendBatch(
+    _ entries: some RandomAccessCollection<OutboxEntry>, _ pieces: Pieces, to out: inout [UInt8]
+  ) {
+    guard let first = entries.first else { return }
+    out.append(#"{"op":"batch","room":"# as StaticString)
+    out += pieces.room
+    out.append(#","count":"# as StaticString)
+    out.appendDecimal(first.count)
+    out.append(#","time":""# as StaticString)
+    out += pieces.time
+    out.append(#"","ids":["# as StaticString)
+    var separator = false
+    for index in entries.indices {
+      if separator { out.append(UInt8(ascii: ",")) }
+      separator = true
+      entries[index].clientID.appendJSON(to: &out)
+    }
+    out.append(#"],"texts":["# as StaticString)
+    separator = false
+    for index in entries.indices {
+      if separator { out.append(UInt8(ascii: ",")) }
+      separator = true
+      appendText(entries[index], to: &out)
+    }
+    out.append("]}\n" as StaticString)
+  }
+
+  /// Appends the entry's text as a JSON string.
+  private static func appendText(_ entry: OutboxEntry, to out: inout [UInt8]) {
+    // Nearly every text needs no escapes: then it is copied as it is, in one piece.
+    let plain = entry.isPlain
+    entry.withTextUTF8 { text in
+      let raw = UnsafeRawBufferPointer(text)
+      if plain {
+        out.append(maxCount: raw.count + 2) { $0.writeQuoted(raw) }
+      } else {
+        JSONString.append(raw, to: &out)
+      }
+    }
+  }
+
+  /// A compacted log: the counter line, then the pending entries, those accepted together
+  /// still together (a `batch` line for each run of them that is left).
   static func compactionImage(
     nextCount: UInt64, pending: ArraySlice<OutboxEntry>
   ) -> [UInt8] {
@@ -84,15 +108,26 @@ enum OutboxLines {
     image.append("}\n" as StaticString)
     var formatter = TimestampFormatter()
     // Entries accepted together share their room and time, so their pieces too.
-    var shared: (room: RoomID?, created: Timestamp, Pieces)?
-    for entry in pending {
-      if shared == nil || shared?.room != entry.room || shared?.created != entry.created {
+    var shared: (room: RoomID?, created: Timestamp, pieces: Pieces)?
+    var start = pending.startIndex
+    while start < pending.endIndex {
+      let first = pending[start]
+      // A run: entries of one SendBatch with consecutive counts (an echo may have confirmed
+      // one in the middle).
+      var end = start + 1
+      while end < pending.endIndex && pending[end].isInBatch(of: first)
+        && pending[end].count == pending[end - 1].count + 1
+      {
+        end += 1
+      }
+      if shared == nil || shared?.room != first.room || shared?.created != first.created {
         shared = (
-          entry.room, entry.created,
-          pieces(room: entry.room, created: entry.created, formatter: &formatter)
+          first.room, first.created,
+          pieces(room: first.room, created: first.created, formatter: &formatter)
         )
       }
-      if let shared { appendAdds(CollectionOfOne(entry), shared.2, to: &image) }
+      if let shared { appendAccepted(pending[start..<end], shared.pieces, to: &image) }
+      start = end
     }
     return image
   }

@@ -1,6 +1,8 @@
 /// What the outbox log (`outbox.jsonl`) holds, replayed from its bytes at start-up.
 ///
-/// The log is JSON lines: `add` (an accepted message with its count), `ack` (a confirmed one,
+/// The log is JSON lines: `add` (an accepted message with its count), `batch` (messages
+/// accepted together: their room, time and first count once, their ids and texts as arrays;
+/// the `i`th has the first count plus `i`), `ack` (a confirmed one,
 /// by client id; or, with `through`, every entry up to that count, as one pong confirms a whole
 /// burst) and `counter` (written first by a compaction, so counts stay monotonic after
 /// every acknowledged `add` is gone). Replaying reads nothing but the bytes it is given, so
@@ -25,6 +27,11 @@ struct OutboxLog {
     case op, id, room, count, time, text, through
   }
   private static let keys = JSONScanner.Keys(Key.allCases.map { "\($0)" })
+  /// The fields of a `batch` line (a scan reports at most eight, so these are a second scan's).
+  fileprivate enum BatchKey: Int, CaseIterable {
+    case room, count, time, ids, texts
+  }
+  private static let batchKeys = JSONScanner.Keys(BatchKey.allCases.map { "\($0)" })
 
   /// Replays a log; an `add` without a time gets the present one.
   init(replaying data: [UInt8]) {
@@ -44,7 +51,7 @@ struct OutboxLog {
       corruptLines += 1
       return
     }
-    let fields = Fields(line: line, ranges: scan.topLevel)
+    let fields = Fields<Key>(line: line, ranges: scan.topLevel)
     switch fields.string(.op) {
     case "add":
       guard let id = fields.string(.id), let text = fields.string(.text),
@@ -57,6 +64,15 @@ struct OutboxLog {
       byID[id] = OutboxEntry(
         id: id, room: fields.room(.room), text: text, count: count, created: created)
       maxCount = max(maxCount, count)
+    case "batch":
+      guard let batchScan = JSONScanner.scan(line, topLevel: Self.batchKeys),
+        let batch = Fields<BatchKey>(line: line, ranges: batchScan.topLevel).batch()
+      else {
+        corruptLines += 1
+        return
+      }
+      for entry in batch { byID[entry.id] = entry }
+      maxCount = max(maxCount, batch[batch.count - 1].count)
     case "ack":
       if let id = fields.string(.id) {
         byID[id] = nil
@@ -79,12 +95,12 @@ struct OutboxLog {
     }
   }
 
-  /// One line's values.
-  private struct Fields {
+  /// One line's values, by key.
+  fileprivate struct Fields<Name: RawRepresentable<Int>> {
     let line: UnsafeRawBufferPointer
     let ranges: JSONScanner.FieldRanges
 
-    func string(_ key: Key) -> String? {
+    func string(_ key: Name) -> String? {
       guard let range = ranges[key.rawValue], range.count >= 2, line[range.lowerBound] == 0x22
       else {
         return nil
@@ -94,17 +110,41 @@ struct OutboxLog {
       return String(decoding: JSONString.unescape(content), as: UTF8.self)
     }
 
-    func number(_ key: Key) -> UInt64? {
+    func number(_ key: Name) -> UInt64? {
       guard let range = ranges[key.rawValue] else { return nil }
       return UInt64(String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self))
     }
 
+    /// An array of strings.
+    func strings(_ key: Name) -> PackedStrings? {
+      guard let range = ranges[key.rawValue],
+        case .strings(let strings) = PackedStrings.readJSONArray(
+          UnsafeRawBufferPointer(rebasing: line[range]))
+      else { return nil }
+      return strings
+    }
+
     /// The room: nil for JSON null (raw mode) and for a value that is no room.
-    func room(_ key: Key) -> RoomID? {
+    func room(_ key: Name) -> RoomID? {
       ranges[key.rawValue].flatMap { range -> RoomID? in
         let value = UnsafeRawBufferPointer(rebasing: line[range])
         return value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
       }
     }
+  }
+}
+
+extension OutboxLog.Fields where Name == OutboxLog.BatchKey {
+  /// The entries of a `batch` line, or nil if it is not one: arrays of ids and of texts, strings
+  /// all, of one length (at least one), and counts that fit.
+  func batch() -> [OutboxEntry]? {
+    guard let first = number(.count), let ids = strings(.ids), let texts = strings(.texts),
+      !ids.isEmpty, ids.count == texts.count,
+      !first.addingReportingOverflow(UInt64(ids.count - 1)).overflow
+    else { return nil }
+    let created = string(.time).flatMap { Timestamp(rfc3339: $0) } ?? .now()
+    return OutboxEntry.batch(
+      room: room(.room), texts: texts, ids: ids.map { ClientID.given($0) }, firstCount: first,
+      created: created)
   }
 }
