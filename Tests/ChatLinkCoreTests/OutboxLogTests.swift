@@ -193,8 +193,10 @@ final class OutboxLogTests: XCTestCase {
   func testWhatTheWriterWritesReplaysToThePendingEntriesAfterAnyAcksAndACompaction() throws {
     var formatter = TimestampFormatter()
     let time = try XCTUnwrap(Timestamp(rfc3339: "2026-05-06T07:08:09.123456Z"))
-    let texts: PackedStrings = ["plain", "needs \"escapes\"\n\u{1}", "été 😀", "", "last"]
-    for size in 1...texts.count {
+    // Texts that need escapes, and texts that do not (a batch line written in one piece).
+    let mixed: PackedStrings = ["plain", "needs \"escapes\"\n\u{1}", "été 😀", "", "last"]
+    let plain: PackedStrings = ["one", "two 😀", "", "four", "five"]
+    for (texts, size) in [mixed, plain].flatMap({ texts in (1...5).map { (texts, $0) } }) {
       let single = OutboxEntry.batch(
         room: RoomID("ops \"room\""), texts: ["alone"], ids: [.given("s-1")], firstCount: 1,
         created: time)

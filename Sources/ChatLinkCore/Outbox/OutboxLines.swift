@@ -67,6 +67,34 @@ enum OutboxLines {
     out.append(#","time":""# as StaticString)
     out += pieces.time
     out.append(#"","ids":["# as StaticString)
+    // When no id or text needs escapes (nearly always), the arrays are written in one piece
+    // into room sized beforehand, not appended message by message.
+    var size = 16
+    var plain = true
+    for index in entries.indices {
+      let entry = entries[index]
+      plain = plain && entry.isPlain
+      size += entry.clientID.utf8Count + entry.textUTF8Count + 6
+    }
+    if plain {
+      out.append(maxCount: size) { line in
+        var separator = false
+        for index in entries.indices {
+          if separator { line.write(UInt8(ascii: ",")) }
+          separator = true
+          entries[index].clientID.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+        }
+        line.write(#"],"texts":["#)
+        separator = false
+        for index in entries.indices {
+          if separator { line.write(UInt8(ascii: ",")) }
+          separator = true
+          entries[index].withTextUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+        }
+        line.write("]}\n")
+      }
+      return
+    }
     var separator = false
     for index in entries.indices {
       if separator { out.append(UInt8(ascii: ",")) }
