@@ -48,15 +48,22 @@ public struct ByteWriter {
     write(UInt8(ascii: "\""))
   }
 
-  /// Writes the decimal digits of `value` (at most 20 bytes).
+  /// How many decimal digits `value` has.
   @inlinable
-  public mutating func writeDecimal(_ value: UInt64) {
+  public static func decimalLength(_ value: UInt64) -> Int {
     var length = 1
     var rest = value / 10
     while rest > 0 {
       length += 1
       rest /= 10
     }
+    return length
+  }
+
+  /// Writes the decimal digits of `value` (at most 20 bytes).
+  @inlinable
+  public mutating func writeDecimal(_ value: UInt64) {
+    let length = Self.decimalLength(value)
     var v = value
     var at = next + length
     repeat {

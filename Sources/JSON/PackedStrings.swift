@@ -6,10 +6,10 @@
 /// becomes read its bytes in place.
 public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
   /// The strings' bytes, one after the other.
-  private(set) var bytes: [UInt8] = []
+  @usableFromInline private(set) var bytes: [UInt8] = []
   /// Where each string starts in `bytes`, and where the last ends: string `i` is
   /// `bounds[i]..<bounds[i + 1]`, with no test for the first.
-  private(set) var bounds: [Int32] = [0]
+  @usableFromInline private(set) var bounds: [Int32] = [0]
 
   /// No strings.
   public init() {}
@@ -35,6 +35,9 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
     return string
   }
 
+  /// The byte count of all the strings.
+  public var utf8Count: Int { bytes.count }
+
   /// The byte count of the string at `index`.
   public func utf8Count(at index: Int) -> Int {
     Int(bounds[index + 1]) - Int(bounds[index])
@@ -42,7 +45,9 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
 
   /// Calls `body` with the UTF-8 bytes of the string at `index`, read where they are kept.
   /// Not generic: across modules, a generic result would look up its type's metadata on every
-  /// call, and this is called for every message several times.
+  /// call, and this is called for every message several times (inlinable, so that `body`
+  /// is not a closure called through a pointer).
+  @inlinable
   public func withUTF8(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
     let start = Int(bounds[index])
     let end = Int(bounds[index + 1])
@@ -61,6 +66,44 @@ public struct PackedStrings: Sendable, Hashable, RandomAccessCollection, Express
   public mutating func append(utf8: UnsafeRawBufferPointer) {
     bytes.append(contentsOf: utf8)
     endString()
+  }
+
+  /// Appends a string that `body` writes in place, given room for at most `maxCount` bytes
+  /// (it writes UTF-8, or the caller knows what else it keeps).
+  public mutating func append(maxCount: Int, _ body: (inout ByteWriter) -> Void) {
+    // Written where it stays: room made (copied from zeros, which costs less than writing
+    // the string elsewhere and copying it), the string written into it, the rest cut off.
+    let start = bytes.count
+    if maxCount <= Self.zeros.count {
+      bytes.append(contentsOf: Self.zeros[..<maxCount])
+    } else {
+      bytes.append(contentsOf: repeatElement(0, count: maxCount))
+    }
+    let written = bytes.withUnsafeMutableBufferPointer { all -> Int in
+      guard let base = all.baseAddress else { return 0 }
+      var out = ByteWriter(base + start)
+      body(&out)
+      return out.position - (base + start)
+    }
+    precondition(written <= maxCount, "wrote past the room asked for")
+    if written < maxCount { bytes.removeSubrange((start + written)...) }
+    endString()
+  }
+
+  /// Room for a string written in place.
+  private static let zeros = [UInt8](repeating: 0, count: 4096)
+
+  /// Removes the last string.
+  public mutating func removeLast() {
+    precondition(count > 0, "no string to remove")
+    bounds.removeLast()
+    bytes.removeSubrange(Int(bounds[bounds.count - 1])...)
+  }
+
+  /// Makes room for `count` more strings of `bytes` bytes in all.
+  public mutating func reserveCapacity(_ count: Int, bytes byteCount: Int) {
+    bounds.reserveCapacity(bounds.count + count)
+    bytes.reserveCapacity(bytes.count + byteCount)
   }
 
   /// Notes where the string just appended ends. The offsets are 32-bit (a `SendBatch` is at

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// One backend dialect spoken over an open WebSocket: the seam between the link core, which
@@ -48,6 +49,13 @@ public protocol BackendProtocol {
   func refusal(of entry: OutboxEntry) -> String?
   /// The frame that carries an outbox entry.
   mutating func encode(_ entry: OutboxEntry) -> Message
+  /// Whether the dialect writes its outbox frames with `encode(_:appendingTo:)`: text frames,
+  /// which the store keeps as they are (`storedForm` is the frame itself). A run of them then
+  /// goes out from one buffer, without an allocation for each.
+  var writesFramesInPlace: Bool { get }
+  /// Appends the text frame that carries `entry` to `frames` (used when
+  /// `writesFramesInPlace`). By default, the bytes of `encode(_:)`'s frame.
+  mutating func encode(_ entry: OutboxEntry, appendingTo frames: inout PackedStrings)
   /// The dialect's own keepalive probe, sent every PingIntervalSec instead of a WebSocket ping;
   /// nil sends a WebSocket ping. The answer is reported as `ProtocolReading.heartbeatAnswered`.
   /// While the backend sends heartbeats of its own (`ProtocolReading.peerHeartbeat`), the frame
@@ -76,6 +84,10 @@ extension BackendProtocol {
   public var maxInFlight: Int? { nil }
   public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
+  public var writesFramesInPlace: Bool { false }
+  public mutating func encode(_ entry: OutboxEntry, appendingTo frames: inout PackedStrings) {
+    encode(entry).withUnsafeBytes { frames.append(utf8: $0) }
+  }
   public func refusal(closedDuringSetUp info: CloseInfo) -> String {
     "the backend closed the connection during its set-up: \(info)"
   }

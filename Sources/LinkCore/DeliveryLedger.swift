@@ -16,7 +16,7 @@ public struct DeliveryLedger: Sendable {
     /// The outbox entry.
     public var entry: OutboxEntry
     /// The frame that went out, as the store keeps it (`BackendProtocol.storedForm`).
-    public var frame: Message
+    public var frame: StoredFrame
   }
 
   /// The highest outbox count written on this connection (0: none yet).
@@ -40,7 +40,7 @@ public struct DeliveryLedger: Sendable {
   public var unconfirmedCount: Int { sent.count }
 
   /// Notes that `entry` went out in `frame`.
-  public mutating func recordSent(_ entry: consuming OutboxEntry, frame: consuming Message) {
+  public mutating func recordSent(_ entry: consuming OutboxEntry, frame: consuming StoredFrame) {
     lastSentCount = entry.count
     // Both taken as they are: every message sent passes here.
     sent.append(Sent(entry: consume entry, frame: consume frame))

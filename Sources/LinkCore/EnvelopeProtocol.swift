@@ -58,6 +58,16 @@ public struct EnvelopeProtocol: BackendProtocol {
     return .text(out)
   }
 
+  public var writesFramesInPlace: Bool { true }
+
+  public mutating func encode(_ entry: OutboxEntry, appendingTo frames: inout PackedStrings) {
+    // Every streamed send passes here: written into the run's buffer.
+    if fields.appendFrame(entry, prefix: sendOpening, suffix: UInt8(ascii: "}"), to: &frames) {
+      return
+    }
+    encode(entry).withUnsafeBytes { frames.append(utf8: $0) }
+  }
+
   public mutating func encode(_ entry: OutboxEntry) -> Message {
     // Every streamed send passes here: one allocation, sized up front.
     if let frame = fields.frame(entry, prefix: sendOpening, suffix: UInt8(ascii: "}")) {

@@ -211,58 +211,53 @@ extension LinkCore {
   }
 
   /// Writes pending entries not yet sent on this connection, in order, while the socket
-  /// keeps up; then asks for a confirming pong.
+  /// keeps up; then asks for a confirming ping.
   mutating func sendOutbox(
     _ pending: ArraySlice<OutboxEntry>, _ buffered: Int, now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
     guard connection == .ready, !stopping else { return }
     var index = ledger.firstUnsent(in: pending)
-    var run = OutboxRun(start: index)
+    var run = OutboxRun(start: index, inPlace: backend.writesFramesInPlace)
     var buffered = buffered
     while index < pending.endIndex {
-      if let limit = backend.maxInFlight, ledger.unconfirmedCount >= limit {
+      if let limit = backend.maxInFlight, ledger.unconfirmedCount + run.unrecorded >= limit {
         // The backend allows no more unconfirmed messages: the next confirmation resumes.
         outboxHeld = true
         break
       }
       if buffered > settings.sendBufferLimit {
         // Let the socket drain before queuing more; come back shortly.
-        run.end(pending, at: index, &actions)
+        run.end(pending, at: index, &ledger, &actions)
         actions.append(.arm(.sendRetry, after: settings.sendRetryDelay))
         break
       }
+      if run.isFull { run.end(pending, at: index, &ledger, &actions) }
       let entry = pending[index]
-      if let reason = backend.refusal(of: entry) {
-        // The run so far goes out before the failure is reported, so actions stay in order.
-        run.end(pending, at: index, &actions)
-        ledger.skip(entry)
-        fail(entry, reason, &actions)
-        index += 1
-        run.start = index
-        continue
+      var refusal = backend.refusal(of: entry)
+      if refusal == nil {
+        let size = run.add(entry, remaining: pending.endIndex - index, &backend)
+        if let limit = backend.maxFrameSize, size > limit {
+          // Sent, it would end the connection; unsent, it would hold up the rest.
+          run.removeLast()
+          refusal = "the message is \(size) bytes, over the backend's limit of \(limit)"
+        } else {
+          buffered += size
+          if !run.inPlace { ledger.recordSent(entry, frame: run.storedForm(&backend)) }
+          counters.sent += 1
+          run.wrote = true
+          index += 1
+          continue
+        }
       }
-      let encoded = backend.encode(entry)
-      if let limit = backend.maxFrameSize, encoded.bytes.count > limit {
-        // Sent, it would end the connection; unsent, it would hold up the rest.
-        run.end(pending, at: index, &actions)
-        ledger.skip(entry)
-        let reason =
-          "the message is \(encoded.bytes.count) bytes, over the backend's limit of \(limit)"
-        fail(entry, reason, &actions)
-        index += 1
-        run.start = index
-        continue
-      }
-      buffered += encoded.bytes.count
-      ledger.recordSent(consume entry, frame: backend.storedForm(of: encoded))
-      counters.sent += 1
-      if run.frames.isEmpty { run.frames.reserveCapacity(min(pending.endIndex - index, 4096)) }
-      run.frames.append(consume encoded)
-      run.wrote = true
+      // The run so far goes out before the failure is reported, so actions stay in order.
+      run.end(pending, at: index, &ledger, &actions)
+      ledger.skip(entry)
+      fail(entry, refusal ?? "", &actions)
       index += 1
+      run.start = index
     }
-    run.end(pending, at: index, &actions)
+    run.end(pending, at: index, &ledger, &actions)
     if run.wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
   }
 }
@@ -271,20 +266,85 @@ extension LinkCore {
 struct OutboxRun {
   /// The index (in the pending entries) of the first entry of the run.
   var start: Int
-  /// Their frames, in order.
-  var frames: [Message] = []
+  /// Whether the dialect writes the frames into one buffer (`texts`), or makes messages
+  /// (`messages`).
+  let inPlace: Bool
+  /// The frames written in place, in order.
+  private var texts = PackedStrings()
+  /// The frames made as messages, in order.
+  private var messages: [Message] = []
   /// Whether any entry was written in this call.
   var wrote = false
 
-  init(start: Int) { self.start = start }
+  init(start: Int, inPlace: Bool) {
+    self.start = start
+    self.inPlace = inPlace
+  }
 
-  /// Appends the run (entries `start..<end`) as one action, and starts an empty one.
+  /// How many bytes of frames written in place make a run full: its buffer stays below the
+  /// size at which the allocator maps fresh pages for it (and the next run faults them in
+  /// again), and is freed once the backend confirmed its frames.
+  static let maxBytes = 128 << 10
+
+  /// Whether the next frame starts a new run.
+  var isFull: Bool { inPlace && texts.utf8Count >= Self.maxBytes }
+
+  /// Entries of the run not yet in the ledger: those written in place are recorded when the
+  /// run ends, with the buffer they share.
+  var unrecorded: Int { inPlace ? texts.count : 0 }
+
+  /// Adds the frame that carries `entry`, the first of `remaining` entries left to send;
+  /// returns its size.
+  mutating func add(
+    _ entry: OutboxEntry, remaining: Int, _ backend: inout some BackendProtocol
+  ) -> Int {
+    if inPlace {
+      backend.encode(entry, appendingTo: &texts)
+      let size = texts.utf8Count(at: texts.count - 1)
+      if texts.count == 1 {
+        // Room for the rest of the run, guessed from the first frame (a run's frames are much
+        // alike), so the buffer is not copied as it grows.
+        let expected = min(remaining, Self.maxBytes / max(size, 1) + 1)
+        texts.reserveCapacity(expected, bytes: min(expected * (size + 16), Self.maxBytes + size))
+      }
+      return size
+    }
+    let frame = backend.encode(entry)
+    let size = frame.bytes.count
+    if messages.isEmpty { messages.reserveCapacity(512) }
+    messages.append(frame)
+    return size
+  }
+
+  /// Takes back the frame `add` just added.
+  mutating func removeLast() {
+    if inPlace { texts.removeLast() } else { messages.removeLast() }
+  }
+
+  /// The last frame added, as the store keeps it (messages only).
+  func storedForm(_ backend: inout some BackendProtocol) -> StoredFrame {
+    .message(backend.storedForm(of: messages[messages.count - 1]))
+  }
+
+  /// Appends the run (entries `start..<end`) as one action, and starts an empty one; frames
+  /// written in place go into the ledger now, each with the buffer they share.
   mutating func end(
-    _ pending: ArraySlice<OutboxEntry>, at end: Int, _ actions: inout [LinkAction]
+    _ pending: ArraySlice<OutboxEntry>, at end: Int, _ ledger: inout DeliveryLedger,
+    _ actions: inout [LinkAction]
   ) {
-    guard !frames.isEmpty else { return }
-    actions.append(.sendOutbox(frames, entries: pending[start..<end]))
-    frames = []
+    if inPlace {
+      guard !texts.isEmpty else { return }
+      let frames = texts
+      texts = PackedStrings()
+      for (offset, index) in (start..<end).enumerated() {
+        ledger.recordSent(pending[index], frame: .packed(frames, index: offset))
+      }
+      actions.append(.sendOutbox(.texts(frames), entries: pending[start..<end]))
+    } else {
+      guard !messages.isEmpty else { return }
+      actions.append(.sendOutbox(.messages(messages), entries: pending[start..<end]))
+      messages = []
+    }
     start = end
   }
 }

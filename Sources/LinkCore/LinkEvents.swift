@@ -114,7 +114,7 @@ public enum LinkAction {
   case send(Message)
   /// Send outbox entries on the open connection: `frames[i]` carries `entries[i]`. One action
   /// for a run of them, so a stream of sends costs one action, not two per message.
-  case sendOutbox([Message], entries: ArraySlice<OutboxEntry>)
+  case sendOutbox(OutboxFrames, entries: ArraySlice<OutboxEntry>)
   /// Send a ping with this payload.
   case sendPing([UInt8])
   /// Start the closing handshake; `.ended` follows.

@@ -48,18 +48,45 @@ struct MessageFields: Sendable {
   func frame(_ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8) -> [UInt8]? {
     guard entry.isPlain else { return nil }
     var frame: [UInt8]?
+    withPlainFrame(entry, prefix: prefix, suffix: suffix) { size, write in
+      // Written on the stack, then copied into an array made from the bytes: cheaper than
+      // `[UInt8](unsafeUninitializedCapacity:)`, which allocates through the standard
+      // library's unspecialized buffer code and looks up the element type's metadata.
+      frame = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+        guard let base = buffer.baseAddress else { return [] }
+        var out = ByteWriter(base)
+        write(&out)
+        return [UInt8](UnsafeBufferPointer(start: base, count: out.position - base))
+      }
+    }
+    return frame
+  }
+
+  /// Appends the frame `frame(_:prefix:suffix:)` makes to `frames`, written in place, and
+  /// returns true; or returns false, when text or id need escapes.
+  func appendFrame(
+    _ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8, to frames: inout PackedStrings
+  ) -> Bool {
+    guard entry.isPlain else { return false }
+    withPlainFrame(entry, prefix: prefix, suffix: suffix) { size, write in
+      frames.append(maxCount: size, write)
+    }
+    return true
+  }
+
+  /// Calls `body` with the plain frame's size and a function that writes it.
+  private func withPlainFrame(
+    _ entry: OutboxEntry, prefix: [UInt8], suffix: UInt8,
+    _ body: (Int, (inout ByteWriter) -> Void) -> Void
+  ) {
     entry.withTextUTF8 { text in
-      frame = entry.clientID.withUTF8 { id -> [UInt8]? in
+      entry.clientID.withUTF8 { id in
         let room = entry.room
         let size =
           prefix.count + roomKey.count + (room?.json.count ?? 4) + messageKey.count + text.count
-          + senderAndCountKey.count + 20 + clientIDKey.count + id.count + 6
-        // Written on the stack, then copied into an array made from the bytes: cheaper than
-        // `[UInt8](unsafeUninitializedCapacity:)`, which allocates through the standard
-        // library's unspecialized buffer code and looks up the element type's metadata.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
-          guard let base = buffer.baseAddress else { return [] }
-          var out = ByteWriter(base)
+          + senderAndCountKey.count + ByteWriter.decimalLength(entry.count) + clientIDKey.count
+          + id.count + 6
+        body(size) { out in
           out.write(prefix)
           out.write(roomKey)
           if let room { out.write(room.json) } else { out.write("null") }
@@ -71,11 +98,9 @@ struct MessageFields: Sendable {
           out.writeQuoted(UnsafeRawBufferPointer(id))
           out.write(UInt8(ascii: "}"))
           out.write(suffix)
-          return [UInt8](UnsafeBufferPointer(start: base, count: out.position - base))
         }
       }
     }
-    return frame
   }
 
   /// Appends `{"<roomField>":<room>}`, the data of a join or leave.

@@ -1,3 +1,5 @@
+import JSON
+
 /// A WebSocket client connection as a pure state machine, with no I/O (RFC 6455).
 ///
 /// The owner writes `takeOutbound()` to the socket, passes received bytes to `receive`,
@@ -254,6 +256,11 @@ public final class ClientConnection {
   /// Queues messages, in order, counting them in `queued` (see `FrameSession.send(contentsOf:)`).
   public func send(contentsOf messages: [Message], queued: inout Int) throws(SendError) {
     try openSession().send(contentsOf: messages, queued: &queued)
+  }
+
+  /// Queues text messages kept in one buffer, in order (see `FrameSession.send(texts:)`).
+  public func send(texts: PackedStrings, queued: inout Int) throws(SendError) {
+    try openSession().send(texts: texts, queued: &queued)
   }
 
   /// Queues a ping.

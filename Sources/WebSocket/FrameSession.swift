@@ -1,3 +1,5 @@
+import JSON
+
 /// The part of a WebSocket connection after the opening handshake, for either role: frame
 /// decoding and encoding, message assembly, ping answers and the closing handshake
 /// (RFC 6455 §5–§7). Pure: the owner moves bytes in and out.
@@ -55,7 +57,8 @@ public final class FrameSession {
   @exclusivity(unchecked) private var decoder: FrameDecoder
   @exclusivity(unchecked) private var assembler: MessageAssembler
   private var encoder: FrameEncoder
-  private var deflater: MessageDeflater?
+  // Not private: the runs (FrameSession+Runs.swift) go one message at a time when it is set.
+  var deflater: MessageDeflater?
   private var compressionThreshold = Int.max
   private var outbound: [UInt8] = []
   /// After a framing error the byte stream cannot be parsed any more.
@@ -284,21 +287,14 @@ public final class FrameSession {
     }
   }
 
-  /// Queues messages, in order, and counts them in `queued` as they go: a message that fails
-  /// (text that is not UTF-8) stops the run, and those before it stay queued.
-  ///
-  /// Without compression the encoder and the output buffer are taken once for the lot, not
-  /// checked for exclusive access per message: a run is a whole `SendBatch`'s worth.
-  public func send(contentsOf messages: [Message], queued: inout Int)
-    throws(ClientConnection.SendError)
-  {
-    guard deflater == nil else {
-      for message in messages {
-        try send(message)
-        queued += 1
-      }
-      return
-    }
+  /// Encodes `count` messages without compression, the encoder and output buffer taken once
+  /// for the lot: `message(i, body)` calls `body` with message `i`'s bytes and whether it is
+  /// text, and returns what `body` returned (false: text that is not UTF-8, which stops the
+  /// run).
+  func sendRun(
+    count: Int, queued: inout Int,
+    _ message: (Int, (UnsafeRawBufferPointer, Bool) -> Bool) -> Bool
+  ) throws(ClientConnection.SendError) {
     guard state == .open else { throw .notOpen(.closing) }
     var encoder = FrameEncoder()
     swap(&encoder, &self.encoder)
@@ -308,27 +304,21 @@ public final class FrameSession {
       swap(&encoder, &self.encoder)
       swap(&out, &outbound)
     }
-    // Read in place: a message taken out of the array (`for message in messages`) would
-    // count a reference to its bytes.
-    let encoded = messages.withUnsafeBufferPointer { messages in
-      var encoded = 0
-      while encoded < messages.count {
-        let text = messages[encoded].isText
-        let valid = messages[encoded].withUnsafeBytes { raw in
-          if text {
-            var validator = UTF8Validator()
-            guard validator.validate(raw), validator.isComplete else { return false }
-          }
-          encoder.encode(opcode: text ? .text : .binary, payload: raw, into: &out)
-          return true
+    var encoded = 0
+    while encoded < count {
+      let valid = message(encoded) { raw, text in
+        if text {
+          var validator = UTF8Validator()
+          guard validator.validate(raw), validator.isComplete else { return false }
         }
-        guard valid else { break }
-        encoded += 1
+        encoder.encode(opcode: text ? .text : .binary, payload: raw, into: &out)
+        return true
       }
-      return encoded
+      guard valid else { break }
+      encoded += 1
     }
     queued += encoded
-    guard encoded == messages.count else { throw .invalidUTF8 }
+    guard encoded == count else { throw .invalidUTF8 }
   }
 
   /// Queues a data message; text must already be valid UTF-8.

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// Sending on the open connection: every send lands in the connection's output buffer, and the
@@ -44,6 +45,17 @@ extension WebSocketClient {
       scheduleFlush()
     }
     try connection.send(contentsOf: messages, queued: &queued)
+  }
+
+  /// Sends text messages kept in one buffer, in order: one flush for the lot.
+  public func send(texts: PackedStrings) throws(ClientConnection.SendError) {
+    guard let connection else { throw .notOpen(.handshaking) }
+    var queued = 0
+    defer {
+      traffic?.messagesSent += queued
+      scheduleFlush()
+    }
+    try connection.send(texts: texts, queued: &queued)
   }
 
   /// Sends a ping.

@@ -31,6 +31,24 @@ final class PackedStringsTests: XCTestCase {
     XCTAssertTrue(PackedStrings().isEmpty)
   }
 
+  func testAStringWrittenInPlaceCanBeTakenBackLeavingTheOthersAsTheyWere() {
+    var packed: PackedStrings = ["first"]
+    packed.reserveCapacity(2, bytes: 64)
+    packed.append(maxCount: 16) { out in
+      out.write("in place ")
+      out.writeDecimal(42)
+    }
+    XCTAssertEqual(Array(packed), ["first", "in place 42"])
+    packed.append(maxCount: 0) { _ in }
+    XCTAssertEqual(Array(packed), ["first", "in place 42", ""])
+    packed.removeLast()
+    packed.removeLast()
+    XCTAssertEqual(packed, ["first"])
+    packed.append("next")
+    XCTAssertEqual(packed, ["first", "next"])
+    XCTAssertEqual(packed.utf8Count(at: 1), 4)
+  }
+
   func testAnArrayOfPlainStringsIsReadAsItIs() {
     XCTAssertEqual(strings(#"["a","bc","😀 é"]"#), ["a", "bc", "😀 é"])
     XCTAssertEqual(strings(#"[]"#), [])

@@ -92,7 +92,7 @@ final class BackendProtocolSeamTests: XCTestCase {
     let shape = actions.map { action -> String in
       switch action {
       case .sendOutbox(let frames, let sent):
-        "\(frames.compactMap(\.text)) for \(sent.map(\.count))"
+        "\(frames.messages.compactMap(\.text)) for \(sent.map(\.count))"
       case .failed(let entry, let reason): "failed \(entry.count): \(reason)"
       default: Harness.line(action)
       }
@@ -102,6 +102,64 @@ final class BackendProtocolSeamTests: XCTestCase {
       [#"["SEND 1 a", "SEND 2 b"] for [1, 2]"#, "failed 3: not here", #"["SEND 4 d"] for [4]"#])
   }
 
+  /// A dialect that writes its frames into the run's buffer, with a frame size limit and an
+  /// in-flight limit: the run is one buffer, an entry over the limit fails without a trace in
+  /// it, the ledger keeps each frame as it went out, and no more go out than may be in flight.
+  struct InPlaceDialect: BackendProtocol {
+    var hasRooms: Bool { false }
+    var maxFrameSize: Int? { 12 }
+    var maxInFlight: Int? { 3 }
+    var writesFramesInPlace: Bool { true }
+    mutating func join(_ room: RoomID) -> Message? { nil }
+    mutating func leave(_ room: RoomID) -> Message? { nil }
+    mutating func encode(_ entry: OutboxEntry) -> Message { text("S\(entry.count) \(entry.text)") }
+    mutating func read(_ message: Message) -> ProtocolReading {
+      ProtocolReading(record: InboundMessage(payload: message, scan: .unscanned))
+    }
+  }
+
+  func testFramesWrittenInPlaceGoOutAsOneBufferAndAnOversizedOneFailsWithoutATrace() {
+    var link = Harness(rooms: [], backend: InPlaceDialect())
+    link.on(.start)
+    link.on(.upgraded(handshake()))
+    let entries = [
+      entry(1, "a"), entry(2, "much too long"), entry(3, "c"), entry(4, "d"), entry(5, "e"),
+    ]
+    let actions = link.actions(.outbox(entries[...], buffered: 0))
+    var runs: [[String]] = []
+    var lines: [String] = []
+    for action in actions {
+      switch action {
+      case .sendOutbox(let frames, let sent):
+        guard case .texts = frames else { return XCTFail("frames not written in place") }
+        runs.append(frames.messages.compactMap(\.text))
+        lines.append("send \(sent.map(\.count))")
+      case .failed(let entry, let reason): lines.append("failed \(entry.count): \(reason)")
+      default: lines.append(Harness.line(action))
+      }
+    }
+    // Three may be in flight, those of the run being written included: the fifth waits.
+    XCTAssertEqual(
+      lines,
+      [
+        "send [1]", "failed 2: the message is 16 bytes, over the backend's limit of 12",
+        "send [3, 4]", "ping 1", "arm pongDeadline 5",
+      ])
+    XCTAssertEqual(runs, [["S1 a"], ["S3 c", "S4 d"]])
+    // The pong confirms the three, each with its frame as it went out, read from its run's
+    // buffer; then the fifth goes.
+    let confirmed = link.actions(.pongReceived(Keepalive.payload(1)))
+    guard case .confirmedThrough(4, let sent)? = confirmed.first else {
+      return XCTFail("\(confirmed.map(Harness.line))")
+    }
+    XCTAssertEqual(sent.map(\.entry.count), [1, 3, 4])
+    XCTAssertEqual(sent.map(\.frame.message.text), ["S1 a", "S3 c", "S4 d"])
+    for item in sent {
+      guard case .packed = item.frame else { return XCTFail("a frame copied out of its run") }
+    }
+    let next = link.actions(.outbox(entries[4...], buffered: 0))
+    XCTAssertEqual(next.flatMap(Harness.lines).prefix(2), ["send S5 e", "sent id-5"])
+  }
   func testInboundRecordsCarryTheirAcknowledgementForWhenTheyAreDurable() {
     var link = Harness(backend: HandshakingDialect())
     link.on(.start)

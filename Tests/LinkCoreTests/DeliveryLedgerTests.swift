@@ -5,7 +5,7 @@ import XCTest
 final class DeliveryLedgerTests: XCTestCase {
   private func ledger(sending counts: ClosedRange<UInt64>) -> DeliveryLedger {
     var ledger = DeliveryLedger()
-    for count in counts { ledger.recordSent(entry(count), frame: text("frame \(count)")) }
+    for count in counts { ledger.recordSent(entry(count), frame: .message(text("frame \(count)"))) }
     return ledger
   }
 
@@ -13,7 +13,7 @@ final class DeliveryLedgerTests: XCTestCase {
     var ledger = ledger(sending: 1...3)
     let sent = ledger.confirm(id: "id-1")
     XCTAssertEqual(sent?.entry.count, 1)
-    XCTAssertEqual(sent?.frame, text("frame 1"))
+    XCTAssertEqual(sent?.frame.message, text("frame 1"))
     XCTAssertEqual(ledger.unconfirmedCount, 2)
     XCTAssertNil(ledger.confirm(id: "id-1"), "an entry is confirmed once")
   }
@@ -38,7 +38,7 @@ final class DeliveryLedgerTests: XCTestCase {
     var ledger = DeliveryLedger()
     XCTAssertEqual(ledger.idHash("ab"), ledger.idHash("ab"))
     XCTAssertNotEqual(ledger.idHash("ab"), ledger.idHash("ba"))
-    for count in UInt64(1)...500 { ledger.recordSent(entry(count), frame: text("f")) }
+    for count in UInt64(1)...500 { ledger.recordSent(entry(count), frame: .message(text("f"))) }
     for count in stride(from: UInt64(500), through: 1, by: -7) {
       XCTAssertEqual(ledger.confirm(id: "id-\(count)")?.entry.count, count)
       XCTAssertNil(ledger.confirm(id: "other-\(count)"))
@@ -52,7 +52,7 @@ final class DeliveryLedgerTests: XCTestCase {
     XCTAssertEqual(ledger.indexedIDCount, 0)
     XCTAssertNil(ledger.confirm(id: "someone-else"))
     XCTAssertEqual(ledger.indexedIDCount, 3, "ids 2-4 are indexed once something is not the oldest")
-    ledger.recordSent(entry(5), frame: text("frame 5"))
+    ledger.recordSent(entry(5), frame: .message(text("frame 5")))
     XCTAssertEqual(ledger.confirm(id: "id-5")?.entry.count, 5, "sent after the index was built")
     XCTAssertEqual(ledger.confirm(through: 3).map(\.entry.count), [2, 3])
     XCTAssertEqual(ledger.indexedIDCount, 1)
@@ -69,7 +69,7 @@ final class DeliveryLedgerTests: XCTestCase {
     for step in 0..<4000 {
       switch random.next() % 10 {
       case 0...3:
-        ledger.recordSent(entry(next), frame: text("f"))
+        ledger.recordSent(entry(next), frame: .message(text("f")))
         model.append(next)
         next += 1
       case 4...6:
@@ -104,7 +104,7 @@ final class DeliveryLedgerTests: XCTestCase {
       room: nil, texts: ["a", "b", "c"],
       ids: [.generated(0xa1), .generated(0xb2), .generated(0xc3)],
       firstCount: 1, created: .now())
-    for entry in entries { ledger.recordSent(entry, frame: text("f")) }
+    for entry in entries { ledger.recordSent(entry, frame: .message(text("f"))) }
     XCTAssertEqual(ledger.idHash(ClientID.generated(0xb2)), ledger.idHash("00000000000000b2"))
     XCTAssertEqual(ledger.confirm(id: "00000000000000b2")?.entry.count, 2, "not the oldest")
     XCTAssertNil(ledger.confirm(id: "b2"))
@@ -165,7 +165,7 @@ final class DeliveryLedgerTests: XCTestCase {
     var ledger = DeliveryLedger()
     let pending = (10...20).map { entry($0) }[...]
     XCTAssertEqual(ledger.firstUnsent(in: pending), 0)
-    for count in UInt64(10)...14 { ledger.recordSent(entry(count), frame: text("x")) }
+    for count in UInt64(10)...14 { ledger.recordSent(entry(count), frame: .message(text("x"))) }
     XCTAssertEqual(ledger.firstUnsent(in: pending), 5)
     XCTAssertEqual(ledger.firstUnsent(in: pending.dropFirst(3)), 5)
   }

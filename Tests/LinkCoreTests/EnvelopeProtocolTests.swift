@@ -51,6 +51,11 @@ final class EnvelopeProtocolTests: XCTestCase {
             + "\(count)" + #","client_id":"# + JSONString.quoted(id) + "}}"
           XCTAssertEqual(frame, expected)
           XCTAssertNotNil(Array(frame.utf8).withUnsafeBytes { JSONScanner.scan($0) })
+          // Written into a run's buffer (after a frame already there), the same bytes.
+          XCTAssertTrue(envelope.writesFramesInPlace)
+          var frames: PackedStrings = ["before"]
+          envelope.encode(entry, appendingTo: &frames)
+          XCTAssertEqual(Array(frames), ["before", expected])
         }
       }
     }

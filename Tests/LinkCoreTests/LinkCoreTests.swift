@@ -51,6 +51,38 @@ final class LinkCoreTests: XCTestCase {
     XCTAssertEqual(link.core.counters.confirmed, 2)
   }
 
+  func testALongStreamIsSentInRunsOfBoundedBuffersInOrderAndOnePongConfirmsThemAll() throws {
+    var link = Harness(sendBufferLimit: 1 << 30)
+    link.open()
+    let text = String(repeating: "x", count: 600)
+    let entries = (UInt64(1)...500).map { entry($0, "\($0) \(text)") }
+    let actions = link.actions(.outbox(entries[...], buffered: 0))
+    var runs: [(frames: OutboxFrames, entries: ArraySlice<OutboxEntry>)] = []
+    for action in actions {
+      if case .sendOutbox(let frames, let sent) = action { runs.append((frames, sent)) }
+    }
+    XCTAssertGreaterThan(runs.count, 1)
+    var envelope = EnvelopeProtocol(sender: "bot")
+    var next: UInt64 = 1
+    for run in runs {
+      guard case .texts(let texts) = run.frames else { return XCTFail("frames not in one buffer") }
+      XCTAssertLessThan(texts.utf8Count, 128 << 10 + 1000)
+      XCTAssertEqual(run.frames.count, run.entries.count)
+      for (offset, sent) in run.entries.enumerated() {
+        XCTAssertEqual(sent.count, next)
+        XCTAssertEqual(run.frames[offset], envelope.encode(sent))
+        next += 1
+      }
+    }
+    XCTAssertEqual(next, 501)
+    let confirmed = link.actions(.pongReceived(Keepalive.payload(1)))
+    guard case .confirmedThrough(500, let sent)? = confirmed.first else {
+      return XCTFail("\(confirmed.map(Harness.line))")
+    }
+    XCTAssertEqual(sent.map(\.entry.count), Array(1...500))
+    XCTAssertEqual(sent.map(\.frame.message), entries.map { envelope.encode($0) })
+  }
+
   func testAnEchoConfirmsItsMessageAndIsStoredLikeAnyFrame() {
     var link = Harness()
     link.open()

@@ -56,12 +56,12 @@ struct Harness {
   init(
     rooms: [String] = ["7", "ops"], backend: any BackendProtocol = EnvelopeProtocol(sender: "bot"),
     pingInterval: Duration = .seconds(10), pongTimeout: Duration = .seconds(5),
-    reconnect: (Duration, Duration) = (.seconds(1), .seconds(60))
+    reconnect: (Duration, Duration) = (.seconds(1), .seconds(60)), sendBufferLimit: Int = 1000
   ) {
     var settings = LinkSettings(
       url: testURL, pingInterval: pingInterval, pongTimeout: pongTimeout,
       reconnectMin: reconnect.0, reconnectMax: reconnect.1)
-    settings.sendBufferLimit = 1000
+    settings.sendBufferLimit = sendBufferLimit
     core = LinkCore(
       settings: settings, rooms: rooms.compactMap(RoomID.init), backend: backend,
       random: SeededRandom())
@@ -93,7 +93,7 @@ struct Harness {
   /// The lines of one action: a run of outbox sends is a `send` and a `sent` line per entry.
   static func lines(_ action: LinkAction) -> [String] {
     guard case .sendOutbox(let frames, let entries) = action else { return [line(action)] }
-    return zip(frames, entries).flatMap { frame, entry in
+    return zip(frames.messages, entries).flatMap { frame, entry in
       [line(.send(frame)), "sent \(entry.id)"]
     }
   }
@@ -124,4 +124,9 @@ struct Harness {
     case .stopped: "stopped"
     }
   }
+}
+
+extension OutboxFrames {
+  /// Every frame as a message of its own.
+  var messages: [Message] { (0..<count).map { self[$0] } }
 }

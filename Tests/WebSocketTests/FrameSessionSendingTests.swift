@@ -1,3 +1,4 @@
+import JSON
 import XCTest
 
 @testable import WebSocket
@@ -58,6 +59,59 @@ final class FrameSessionSendingTests: XCTestCase {
     _ = run.takeOutbound()
     var queued = 0
     XCTAssertThrowsError(try run.send(contentsOf: messages, queued: &queued))
+    XCTAssertEqual(queued, 0)
+    XCTAssertEqual(run.takeOutbound(), [])
+  }
+
+  private let texts: [[UInt8]] = [
+    Array("first message".utf8), Array("κόσμε".utf8), [], Array(repeating: 0x78, count: 70_000),
+  ]
+
+  private func packed(_ texts: [[UInt8]]) -> PackedStrings {
+    var packed = PackedStrings()
+    for text in texts { text.withUnsafeBytes { packed.append(utf8: $0) } }
+    return packed
+  }
+
+  func testTextsKeptInOneBufferAreFramedAsTheSameTextsSentOneByOne() throws {
+    for compressed in [false, true] {
+      let one = try session(compressed: compressed)
+      for text in texts { try one.send(.text(text)) }
+      let run = try session(compressed: compressed)
+      var queued = 0
+      try run.send(texts: packed(texts), queued: &queued)
+      XCTAssertEqual(queued, texts.count)
+      XCTAssertEqual(run.takeOutbound(), one.takeOutbound(), "compressed: \(compressed)")
+      try one.send(.text(Array("after".utf8)))
+      try run.send(texts: packed([Array("after".utf8)]), queued: &queued)
+      XCTAssertEqual(run.takeOutbound(), one.takeOutbound())
+      XCTAssertEqual(queued, texts.count + 1)
+    }
+  }
+
+  func testATextOfTheBufferThatIsNotUTF8StopsTheRunAndKeepsWhatWentBefore() throws {
+    for compressed in [false, true] {
+      let one = try session(compressed: compressed)
+      try one.send(.text(texts[0]))
+      try one.send(.text(texts[1]))
+      let run = try session(compressed: compressed)
+      var queued = 0
+      XCTAssertThrowsError(
+        try run.send(texts: packed([texts[0], texts[1], [0xC3, 0x28], texts[2]]), queued: &queued)
+      ) { error in
+        XCTAssertEqual(error as? ClientConnection.SendError, .invalidUTF8)
+      }
+      XCTAssertEqual(queued, 2)
+      XCTAssertEqual(run.takeOutbound(), one.takeOutbound(), "compressed: \(compressed)")
+    }
+  }
+
+  func testTextsOnAClosingSessionAreRefusedWhole() throws {
+    let run = try session(compressed: false)
+    try run.close()
+    _ = run.takeOutbound()
+    var queued = 0
+    XCTAssertThrowsError(try run.send(texts: packed(texts), queued: &queued))
     XCTAssertEqual(queued, 0)
     XCTAssertEqual(run.takeOutbound(), [])
   }

@@ -106,9 +106,12 @@ extension BackendLink {
       if i == confirmed.startIndex || !confirmed[i].entry.isInBatch(of: confirmed[i - 1].entry) {
         room = confirmed[i].entry.room?.json
       }
-      store.append(
-        direction: .outbound, room: room, clientID: confirmed[i].entry.clientID,
-        payload: confirmed[i].frame, scan: scan, time: time)
+      let clientID = confirmed[i].entry.clientID
+      confirmed[i].frame.withBytes { payload, isText in
+        _ = store.append(
+          direction: .outbound, room: room, clientID: clientID, payload: payload, isText: isText,
+          scan: scan, time: time)
+      }
     }
     onConfirmed?(confirmed)
   }

@@ -261,9 +261,12 @@ public final class BackendLink: WebSocketClientDelegate {
     }
   }
 
-  private func send(_ frames: [Message]) {
+  private func send(_ frames: OutboxFrames) {
     do {
-      try client?.send(contentsOf: frames)
+      switch frames {
+      case .texts(let texts): try client?.send(texts: texts)
+      case .messages(let messages): try client?.send(contentsOf: messages)
+      }
     } catch {
       logger.error("send failed", ["error": "\(error)"])
     }

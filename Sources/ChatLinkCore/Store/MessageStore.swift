@@ -150,11 +150,24 @@ public final class MessageStore {
     meta: [UInt8]? = nil, payload: Message, scan: PayloadScan = .unscanned,
     time: Timestamp = .now()
   ) -> UInt64 {
+    payload.withUnsafeBytes { raw in
+      append(
+        direction: direction, room: room, clientID: clientID, meta: meta, payload: raw,
+        isText: payload.isText, scan: scan, time: time)
+    }
+  }
+
+  /// `append` with the payload given as its bytes, read where they lie, and its kind.
+  public func append(
+    direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
+    meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer, isText: Bool,
+    scan: PayloadScan = .unscanned, time: Timestamp = .now()
+  ) -> UInt64 {
     lastSeq += 1
     let before = buffer.count
     StoreRecord.appendLine(
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
-      payload: payload, scan: scan, to: &buffer, formatter: &timeFormatter)
+      payload: payload, isText: isText, scan: scan, to: &buffer, formatter: &timeFormatter)
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq

@@ -96,6 +96,19 @@ public struct StoreRecord: Sendable, Hashable {
     meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
     formatter: inout TimestampFormatter
   ) {
+    payload.withUnsafeBytes { raw in
+      appendLine(
+        seq: seq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
+        payload: raw, isText: payload.isText, scan: scan, to: &out, formatter: &formatter)
+    }
+  }
+
+  /// `appendLine` with the payload given as its bytes (a frame read where it lies) and kind.
+  static func appendLine(
+    seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
+    meta: [UInt8]?, payload raw: UnsafeRawBufferPointer, isText: Bool, scan: PayloadScan,
+    to out: inout [UInt8], formatter: inout TimestampFormatter
+  ) {
     let prefixBytes = 64 + TimestampFormatter.length + (room?.count ?? 4)
     // The fixed members up to the room, written in one piece (the store does this for every
     // record).
@@ -107,15 +120,12 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
-    let text: [UInt8]
-    switch payload {
-    case .binary(let bytes):
+    guard isText else {
       out.append(maxCount: prefixBytes, writePrefix)
-      appendBinary(bytes, clientID, meta, to: &out)
+      appendBinary(raw, clientID, meta, to: &out)
       return
-    case .text(let bytes): text = bytes
     }
-    text.withUnsafeBytes { raw in
+    do {
       let known =
         if case .unscanned = scan {
           PayloadScan(JSONScanner.scan(raw, maxDepth: JSONScanner.embeddedMaxDepth))
@@ -184,7 +194,7 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The rest of a binary record's line, after the room.
   private static func appendBinary(
-    _ bytes: [UInt8], _ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]
+    _ bytes: UnsafeRawBufferPointer, _ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]
   ) {
     out.append(typeBinary)
     appendID(clientID, meta, to: &out)
