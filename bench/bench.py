@@ -55,7 +55,8 @@ MESSAGE_SIZE = 200
 LATENCY_RATE, LATENCY_BURST = 100_000, 200
 LATENCY_SECONDS = 3 if QUICK else 10
 SYNC_INTERVAL_MS = 50
-STREAM_N = 200_000 // SCALE
+# What the target names: a stream of 1M lines, each acknowledged once durable.
+STREAM_N = 1_000_000 // SCALE
 # Each streaming run takes about a second, so a single slow one (a busy moment of the VM)
 # moves a median of 3 a lot: take at least 5.
 STREAM_REPS = max(REPS, 5)

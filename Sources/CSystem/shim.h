@@ -7,6 +7,8 @@
 #include <sys/random.h> /* getrandom: the WebSocket masking keys and client ids, 4 KiB at a time */
 #include <sys/socket.h>
 #include <malloc.h> /* mallopt, malloc_trim: the daemon keeps its idle footprint small */
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static inline int chatlink_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 /* struct ucred needs _GNU_SOURCE, which the Glibc module is not built with: mirror it. */
@@ -14,5 +16,10 @@ struct chatlink_ucred { int pid; unsigned int uid; unsigned int gid; };
 static inline int chatlink_peer_credentials(int fd, struct chatlink_ucred *out) {
   socklen_t length = sizeof(*out);
   return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, out, &length);
+}
+/* sync_file_range(SYNC_FILE_RANGE_WRITE), whose glibc declaration needs _GNU_SOURCE: starts the
+   writeback of a range and returns without waiting for it. */
+static inline int chatlink_start_writeback(int fd, long long offset, long long count) {
+  return (int)syscall(SYS_sync_file_range, fd, offset, count, 2 /* SYNC_FILE_RANGE_WRITE */);
 }
 #endif

@@ -108,7 +108,7 @@ extension BackendLink {
       }
       let clientID = confirmed[i].entry.clientID
       confirmed[i].frame.withBytes { payload, isText in
-        _ = store.append(
+        store.append(
           direction: .outbound, room: room, clientID: clientID, payload: payload, isText: isText,
           scan: scan, time: time)
       }

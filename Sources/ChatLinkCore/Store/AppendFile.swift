@@ -1,3 +1,4 @@
+import CSystem
 import EventLoop
 @preconcurrency import Glibc
 
@@ -80,6 +81,14 @@ final class AppendFile: @unchecked Sendable {
       }
     #endif
     guard fdatasync(fd) == 0 else { throw .last("fdatasync \(path)") }
+  }
+
+  /// Starts writing `count` bytes from `offset` to the disk, without waiting: the fsync that
+  /// makes them durable then finds less to do, and the disk is kept busy steadily rather than
+  /// in bursts (which hold up the outbox's fsyncs on the same disk). Advisory: an error is
+  /// ignored, and the fsync reports any that matters.
+  func startWriteback(offset: Int, count: Int) {
+    _ = chatlink_start_writeback(fd, Int64(offset), Int64(count))
   }
 
   /// Cuts the file to `length` bytes.

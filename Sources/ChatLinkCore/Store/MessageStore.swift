@@ -7,7 +7,8 @@ import WebSocket
 ///
 /// Records are formatted on the loop into a buffer; a disk thread writes them and, under
 /// `Sync=batch`, a second thread fsyncs what was written (group commit) while the next chunks
-/// are written, so neither a slow fsync nor a full disk delays the loop. A record is durable
+/// are written (each one's writeback started as it is written, so the fsync finds little left),
+/// so neither a slow fsync nor a full disk delays the loop. A record is durable
 /// once `durableSeq` reaches its seq. On a write error (e.g. disk full) nothing partial stays
 /// in the file; the records wait in memory and are retried until the disk takes them. A failed
 /// fsync is retried as an fsync: the lines are in the file once.
@@ -143,21 +144,9 @@ public final class MessageStore {
       ? buffer.count < Self.chunkSize : backlogBytes < Self.failingBacklogLimit / 4
   }
 
-  /// Appends a record; returns its seq. It becomes durable asynchronously (`onDurable`).
+  /// Appends a record, its payload given as its bytes (read where they lie) and its kind;
+  /// returns its seq. It becomes durable asynchronously (`onDurable`).
   @discardableResult
-  public func append(
-    direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
-    meta: [UInt8]? = nil, payload: Message, scan: PayloadScan = .unscanned,
-    time: Timestamp = .now()
-  ) -> UInt64 {
-    payload.withUnsafeBytes { raw in
-      append(
-        direction: direction, room: room, clientID: clientID, meta: meta, payload: raw,
-        isText: payload.isText, scan: scan, time: time)
-    }
-  }
-
-  /// `append` with the payload given as its bytes, read where they lie, and its kind.
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
     meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer, isText: Bool,
@@ -278,9 +267,12 @@ public final class MessageStore {
     inFlightBytes = chunkBytes
     let log = self.log
     let mayRotate = !rotationWaits
+    let startWriteback = options.sync == .batch
     disk.submit(
       {
-        log.write(chunk.bytes, lines: lines, firstSeq: firstSeq, sync: sync, mayRotate: mayRotate)
+        log.write(
+          chunk.bytes, lines: lines, firstSeq: firstSeq, sync: sync, mayRotate: mayRotate,
+          startWriteback: startWriteback)
       },
       completion: { [weak self] outcome in
         self?.finished(outcome, chunk: chunk, lines: lines, target: target, startedAt: now)

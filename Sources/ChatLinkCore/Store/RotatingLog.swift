@@ -66,8 +66,11 @@ final class RotatingLog: @unchecked Sendable {
   /// - Parameters:
   ///   - lines: what the room index needs of each line in `chunk`, whose seqs run from
   ///     `firstSeq`.
+  ///   - startWriteback: start writing the chunk to the disk at once (`Sync=batch`: the fsync
+  ///     on the sync thread comes later).
   func write(
-    _ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool, mayRotate: Bool = true
+    _ chunk: [UInt8], lines: [StoreLineInfo], firstSeq: UInt64, sync: Bool, mayRotate: Bool = true,
+    startWriteback: Bool = false
   ) -> Outcome {
     let rotated: Bool
     do {
@@ -79,6 +82,7 @@ final class RotatingLog: @unchecked Sendable {
         index.prepare(file: current, chunk: chunk)
         let offset = current.size
         try current.append(chunk)
+        if startWriteback { current.startWriteback(offset: offset, count: chunk.count) }
         index.appended(lines, firstSeq: firstSeq, at: offset)
       }
     } catch {
