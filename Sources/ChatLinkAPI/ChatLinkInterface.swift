@@ -84,7 +84,9 @@ public enum ChatLinkInterface {
 
     # Queues 1 to 10000 messages for one room, in order, all or none; replies once all are
     # durable. ids[i] is texts[i]'s client id and its count is count + i; state is "queued".
-    method SendBatch(room: ?string, texts: []string) -> (ids: []string, count: int, state: string)
+    # With wait_for_room, a full outbox holds the call until it has room (waiting calls are
+    # taken in order) instead of failing it with OutboxFull.
+    method SendBatch(room: ?string, texts: []string, wait_for_room: ?bool) -> (ids: []string, count: int, state: string)
 
     method Join(room: string) -> ()
     method Leave(room: string) -> ()

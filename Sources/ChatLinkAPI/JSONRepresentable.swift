@@ -97,6 +97,12 @@ struct ObjectReader {
     return Int(int)
   }
 
+  func optionalBool(_ key: String) throws(APIDecodingError) -> Bool? {
+    guard let value = optional(key) else { return nil }
+    guard case .bool(let bool) = value else { throw wrong(key, "must be true or false") }
+    return bool
+  }
+
   func optionalDouble(_ key: String) throws(APIDecodingError) -> Double? {
     guard let value = optional(key) else { return nil }
     guard let double = value.doubleValue else { throw wrong(key, "must be a number") }

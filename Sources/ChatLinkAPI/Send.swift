@@ -83,8 +83,8 @@ public struct SendReceipt: JSONRepresentable {
   }
 }
 
-/// SendBatch's parameters: `(room: ?string, texts: []string)`, 1 to `limit` texts, none
-/// empty: the batch is all or none, so one bad text refuses it whole.
+/// SendBatch's parameters: `(room: ?string, texts: []string, wait_for_room: ?bool)`, 1 to
+/// `limit` texts, none empty: the batch is all or none, so one bad text refuses it whole.
 public struct SendBatchParameters: JSONRepresentable {
   /// The most texts one call may carry.
   public static let limit = 10_000
@@ -93,11 +93,15 @@ public struct SendBatchParameters: JSONRepresentable {
   public var room: String?
   /// The messages, in order, in one buffer for the lot (as the daemon keeps them).
   public var texts: PackedStrings
+  /// Whether a full outbox holds the call until it has room (the calls that wait are taken in
+  /// the order they came), instead of refusing it with OutboxFull: a stream's backpressure.
+  public var waitForRoom: Bool
 
   /// Creates the parameters.
-  public init(room: String? = nil, texts: PackedStrings) {
+  public init(room: String? = nil, texts: PackedStrings, waitForRoom: Bool = false) {
     self.room = room
     self.texts = texts
+    self.waitForRoom = waitForRoom
   }
 
   public init(json: JSONValue) throws(APIDecodingError) {
@@ -116,9 +120,10 @@ public struct SendBatchParameters: JSONRepresentable {
     }
     texts = messages
     room = try object.optionalRoom("room")
+    waitForRoom = try object.optionalBool("wait_for_room") ?? false
   }
 
-  private static let members = JSONScanner.Keys(["room", "texts"])
+  private static let members = JSONScanner.Keys(["room", "texts", "wait_for_room"])
 
   /// Reads the texts straight from the call's JSON into one buffer: no tree, and no string
   /// for each message. Parameters that do not read go the way of `init(json:)`, for the same
@@ -134,8 +139,17 @@ public struct SendBatchParameters: JSONRepresentable {
       let room = found.topLevel[0].map {
         JSONValue.parsed(UnsafeRawBufferPointer(rebasing: text[$0])) ?? .null
       }
-      self.init(room: try ObjectReader.room(room, "room"), texts: messages)
-      return
+      let wait = found.topLevel[2].map {
+        JSONValue.parsed(UnsafeRawBufferPointer(rebasing: text[$0])) ?? .null
+      }
+      switch wait {
+      case nil, .null?, .bool?:
+        self.init(
+          room: try ObjectReader.room(room, "room"), texts: messages,
+          waitForRoom: wait?.boolValue ?? false)
+        return
+      default: break  // not a bool: init(json:) says so
+      }
     }
     try self.init(json: JSONValue.parsed(text) ?? .null)
   }
@@ -146,7 +160,10 @@ public struct SendBatchParameters: JSONRepresentable {
     field: "texts", reason: "must hold from 1 to \(limit) messages")
 
   public var json: JSONValue {
-    .object(["room": room.map(JSONValue.string), "texts": .array(texts.map(JSONValue.string))])
+    .object([
+      "room": room.map(JSONValue.string), "texts": .array(texts.map(JSONValue.string)),
+      "wait_for_room": waitForRoom ? .bool(true) : nil,
+    ])
   }
 }
 

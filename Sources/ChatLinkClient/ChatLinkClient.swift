@@ -45,9 +45,11 @@ public final class ChatLinkClient {
   /// Sends many messages over this one connection: SendBatch calls of up to `batchCount`
   /// messages (and about `batchBytes` of request), pipelined so that up to `window` of them
   /// are unanswered while the next is filled. `onReceipt` gets one receipt per message, in
-  /// order. Each batch is all or none. When the daemon refuses one (the outbox is full, say),
-  /// no more are sent, the replies to those already sent are still read and their receipts
-  /// given, and then the refusal is thrown: a receipt is given for every message accepted.
+  /// order. Each batch is all or none, and waits for room in a full outbox (the daemon takes
+  /// the waiting calls in order): a stream goes as fast as the backend confirms it. When the
+  /// daemon refuses one (the disk fails, say), no more are sent, the replies to those already
+  /// sent are still read and their receipts given, and then the refusal is thrown: a receipt
+  /// is given for every message accepted.
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
@@ -69,7 +71,8 @@ public final class ChatLinkClient {
     room: String?, onReceipts: (SendBatchReceipt) -> Void,
     next: (_ body: (UnsafeRawBufferPointer) -> Void) -> Bool
   ) throws(ClientError) {
-    let batchCount = 512
+    // Short lines fill a batch by count, long ones by bytes; each waits for room.
+    let batchCount = 1024
     // The daemon refuses requests over 64 KiB; a line longer than this goes alone.
     let batchBytes = 48 * 1024
     let window = 4
@@ -81,7 +84,7 @@ public final class ChatLinkClient {
       JSONString.append(room, to: &opening)
       opening.append(UInt8(ascii: ","))
     }
-    opening += Array(#""texts":["#.utf8)
+    opening += Array(#""wait_for_room":true,"texts":["#.utf8)
     var request = opening
     var item: [UInt8] = []
     var queued = 0

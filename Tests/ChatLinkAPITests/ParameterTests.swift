@@ -71,6 +71,9 @@ final class ParameterTests: XCTestCase {
       #"{}"#, #"{"room":"7"}"#, #"{"texts":["old"],"texts":["new","er"]}"#,
       #"{"texts":["a"],"other":{"nested":[1,2]}}"#, #"{ "texts" : [ "a" , "b" ] }"#,
       #"{"texts":"# + tooMany + "}", #"{"texts":[3],"room":5}"#,
+      #"{"texts":["a"],"wait_for_room":true}"#, #"{"texts":["a"],"wait_for_room":false}"#,
+      #"{"texts":["a"],"wait_for_room":null}"#, #"{"texts":["a"],"wait_for_room":"yes"}"#,
+      #"{"texts":["a"],"wait_for_room":1}"#, #"{"wait_for_room":true,"texts":[3]}"#,
     ]
     for text in cases {
       let (tree, direct) = bothReadings(text)
@@ -78,6 +81,11 @@ final class ParameterTests: XCTestCase {
     }
     let (_, read) = bothReadings(#"{"room":7,"texts":["a","b\"c"]}"#)
     XCTAssertEqual(try read.get(), SendBatchParameters(room: "7", texts: ["a", "b\"c"]))
+    let (_, waiting) = bothReadings(#"{"wait_for_room":true,"texts":["a"]}"#)
+    XCTAssertEqual(try waiting.get(), SendBatchParameters(texts: ["a"], waitForRoom: true))
+    XCTAssertEqual(
+      bothReadings(#"{"texts":["a"],"wait_for_room":1}"#).1,
+      .failure(APIDecodingError(field: "wait_for_room", reason: "must be true or false")))
   }
 
   func testASendBatchReceiptReadFromItsTextAgreesWithTheTree() throws {

@@ -49,7 +49,7 @@ enum Samples {
       EmptyObject(), GetStatusReply(status: status),
       SendParameters(room: "7", text: "hi", id: "a1"),
       SendReceipt(id: "a1", state: .queued, count: 12),
-      SendBatchParameters(room: "7", texts: ["a", "b"]),
+      SendBatchParameters(room: "7", texts: ["a", "b"], waitForRoom: true),
       SendBatchReceipt(ids: ["a1", "a2"], count: 12), RoomParameters(room: "ops"),
       ListRoomsReply(rooms: ["7", "ops"]),
       HistoryParameters(room: "7", sinceSeq: 41, sinceTime: time, limit: 10),

@@ -147,11 +147,14 @@ final class CommandRunTests: XCTestCase {
     let run = chatlinkctl(["--socket", daemon.path, "send", "--room", "ops", "-"], input: input)
     XCTAssertEqual(run.status, 0, run.errors)
     XCTAssertEqual(run.output, "queued 2500 messages; the last is id-line 2500 (count 2500)\n")
-    XCTAssertEqual(daemon.calls.map(\.method), Array(repeating: method + "SendBatch", count: 5))
+    XCTAssertEqual(daemon.calls.map(\.method), Array(repeating: method + "SendBatch", count: 3))
     let batches = daemon.calls.map { $0.parameters["texts"]?.arrayValue?.count ?? 0 }
-    XCTAssertEqual(batches, [512, 512, 512, 512, 452])
+    XCTAssertEqual(batches, [1024, 1024, 452])
     XCTAssertEqual(
-      daemon.calls.map { $0.parameters["room"] }, Array(repeating: .string("ops"), count: 5))
+      daemon.calls.map { $0.parameters["room"] }, Array(repeating: .string("ops"), count: 3))
+    // Each waits for room in a full outbox rather than failing.
+    XCTAssertEqual(
+      daemon.calls.map { $0.parameters["wait_for_room"] }, Array(repeating: .bool(true), count: 3))
     let sent = daemon.calls.flatMap { $0.parameters["texts"]?.arrayValue ?? [] }
     XCTAssertEqual(sent, (1...2500).map { .string("line \($0)") })
   }
@@ -205,7 +208,8 @@ final class CommandRunTests: XCTestCase {
   }
 
   func testSendDashReportsEveryBatchTheDaemonAcceptedAroundARefusal() throws {
-    // The second batch is refused (outbox full); the third, already on its way, is accepted.
+    // The second batch is refused (say the daemon could never fit it); the third, fourth and
+    // fifth, already on their way, are accepted.
     let counter = Counter()
     let daemon = try FakeDaemon { call in
       let n = Int64(call.parameters["texts"]?.arrayValue?.count ?? 0)
@@ -221,9 +225,9 @@ final class CommandRunTests: XCTestCase {
     let input = (1...10_000).map { "m\($0)" }
     let run = chatlinkctl(["--socket", daemon.path, "send", "-"], input: input)
     XCTAssertEqual(run.status, 1)
-    // Batches 4, 5 and 6 were on their way when the refusal of 3 came: no more were sent.
-    XCTAssertEqual(daemon.calls.count, 6)
-    XCTAssertEqual(run.output, "queued 2560 messages; the last is id-m3072 (count 3072)\n")
+    // Batches 3, 4 and 5 were on their way when the refusal of 2 came: no more were sent.
+    XCTAssertEqual(daemon.calls.count, 5)
+    XCTAssertEqual(run.output, "queued 4096 messages; the last is id-m5120 (count 5120)\n")
     XCTAssertTrue(run.errors.hasPrefix("chatlinkctl: the outbox is full (2 messages)"), run.errors)
   }
 

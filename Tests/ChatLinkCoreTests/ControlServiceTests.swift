@@ -189,6 +189,10 @@ final class ControlServiceTests: XCTestCase {
       text(try client.rawReply()),
       #"{"parameters":{"ids":["id1","id2","id3"],"count":1,"state":"queued"}}"#)
     XCTAssertEqual(target.queued.map(\.text), ["a", "b", "c"])
+    // Whether a full outbox holds it or refuses it is the caller's choice.
+    client.call(SendBatchMethod.self, SendBatchParameters(texts: ["d"], waitForRoom: true))
+    _ = try client.rawReply()
+    XCTAssertEqual(target.batchesWaitingForRoom, [false, true])
   }
 
   func testSendBatchTextsWithEscapesReachTheOutboxAsTheyWereMeant() throws {

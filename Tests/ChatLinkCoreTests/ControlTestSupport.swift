@@ -74,9 +74,10 @@ final class FakeTarget: ControlTarget {
   }
 
   func enqueue(
-    room: RoomID?, texts: PackedStrings,
+    room: RoomID?, texts: PackedStrings, waitForRoom: Bool,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
+    batchesWaitingForRoom.append(waitForRoom)
     let result = add(room: room, texts: texts, id: nil)
     guard !holdsBatches else {
       heldBatch = { completion(result) }
@@ -84,6 +85,9 @@ final class FakeTarget: ControlTarget {
     }
     loop.post { completion(result) }
   }
+
+  /// Each SendBatch's `waitForRoom`, in order.
+  var batchesWaitingForRoom: [Bool] = []
 
   /// Keep SendBatch's completion in `heldBatch` (the outbox's fsync not yet done) instead of
   /// answering on the next loop iteration.

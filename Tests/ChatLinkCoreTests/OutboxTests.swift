@@ -205,6 +205,59 @@ final class OutboxTests: XCTestCase {
     XCTAssertEqual(outbox.pending.map(\.text), ["1", "2"])
   }
 
+  func testBatchesThatWaitForRoomAreTakenInTheOrderTheyCameAsConfirmationsMakeRoom() throws {
+    let outbox = try open(max: 10)
+    let first = try sendBatch(outbox, (1...8).map { "f\($0)" }).get()
+    var results: [String: Result<ArraySlice<OutboxEntry>, OutboxError>] = [:]
+    func enqueue(_ name: String, _ count: Int, wait: Bool = true) {
+      outbox.enqueue(
+        room: RoomID("7"), texts: PackedStrings((1...count).map { "\(name)\($0)" }),
+        waitForRoom: wait
+      ) { results[name] = $0 }
+    }
+    enqueue("a", 5)  // does not fit: waits
+    enqueue("b", 1)  // would fit, but comes after a: waits behind it
+    enqueue("c", 1, wait: false)  // refused: others wait for the room it would take
+    enqueue("huge", 11)  // could never fit: refused at once
+    try spin(loop) { results.count == 2 }
+    XCTAssertEqual(results["c"].map { (try? $0.get()) == nil }, true)
+    guard case .failure(let full)? = results["huge"] else { return XCTFail("huge was accepted") }
+    XCTAssertEqual(full, .full(limit: 10))
+    XCTAssertNil(results["a"])
+    XCTAssertEqual(outbox.pending.count, 8)
+    // Three confirmed: room for a (5 more makes 10), not yet for b.
+    outbox.confirm(through: first[first.startIndex + 2].count)
+    try spin(loop) { results["a"] != nil }
+    XCTAssertNil(results["b"])
+    let a = try XCTUnwrap(results["a"]).get()
+    XCTAssertEqual(a.map(\.text), ["a1", "a2", "a3", "a4", "a5"])
+    XCTAssertEqual(a.first?.count, first.last.map { $0.count + 1 })
+    // One confirmed by its echo: room for b, after a.
+    outbox.confirm(id: first[first.startIndex + 3].id)
+    try spin(loop) { results["b"] != nil }
+    let b = try XCTUnwrap(results["b"]).get()
+    XCTAssertEqual(b.map(\.count), [a.last!.count + 1])
+    XCTAssertEqual(
+      outbox.pending.map(\.text), ["f5", "f6", "f7", "f8", "a1", "a2", "a3", "a4", "a5", "b1"])
+  }
+
+  func testWaitingForRoomIsBoundedAndWhatWaitsIsNotInTheLog() throws {
+    var outbox: Outbox? = try open(max: 1)
+    _ = try send(outbox!, "pending").get()
+    var results: [Result<ArraySlice<OutboxEntry>, OutboxError>] = []
+    // Past the bytes that may wait at once: refused rather than held in memory.
+    let big = String(repeating: "x", count: Outbox.waitingTextLimit + 1)
+    outbox?.enqueue(room: RoomID("7"), texts: [big], waitForRoom: true) { results.append($0) }
+    outbox?.enqueue(room: RoomID("7"), texts: ["small"], waitForRoom: true) { results.append($0) }
+    try spin(loop) { results.count == 1 }
+    guard case .failure(.full(limit: 1)) = results[0] else { return XCTFail("\(results)") }
+    // The small one waits, and is not in the log: a restart has only what was acknowledged.
+    outbox = nil
+    let reopened = try open(max: 1)
+    XCTAssertEqual(reopened.pending.map(\.text), ["pending"])
+    XCTAssertEqual(results.count, 1)
+  }
+
   func testClientIDsAreValidatedAndResendingAPendingIDIsIdempotent() throws {
     let outbox = try open()
     let first = try send(outbox, "x", id: "deploy-42").get()

@@ -123,27 +123,52 @@ def test_a_full_outbox_refuses_sends_clearly_until_messages_are_delivered(make_d
     assert "one too many" not in [d.get("message") for d in backend.sends()]
 
 
-def test_chatlinkctl_send_dash_reports_a_receipt_for_every_accepted_line_when_the_outbox_fills(
-        make_daemon, backend):
-    # chatlinkctl sends SendBatch calls of 512 lines: the first four fit the outbox, the fifth
-    # and sixth are refused whole. The receipts must be exactly what the daemon kept, and all
-    # of it arrives.
+def test_chatlinkctl_send_dash_waits_for_room_in_a_full_outbox_and_delivers_every_line_in_order(
+        make_daemon, backend, tmp_path):
+    # The backend is away, so nothing is confirmed and the outbox (MaxMessages=2300) fills:
+    # chatlinkctl waits for room instead of failing (its SendBatch calls ask to). Once the
+    # backend is back, its confirmations make room, and every line is queued, has its receipt,
+    # and arrives, in order.
     backend.refuse(503)
     daemon = make_daemon({"Outbox": {"MaxMessages": 2300}})
-    lines = "".join(f"line {i}\n" for i in range(3000))
+    lines = tmp_path / "lines"
+    lines.write_text("".join(f"line {i}\n" for i in range(5000)))
+    with open(lines) as stdin:
+        ctl = subprocess.Popen([str(BIN / "chatlinkctl"), "--socket", daemon.socket_path, "--json",
+                                "send", "--room", "ops", "-"], stdin=stdin, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: daemon.status()["outbox"] >= 2048, 15, message="the outbox filling")
+        time.sleep(0.5)
+        assert ctl.poll() is None, f"chatlinkctl gave up: {ctl.communicate()}"
+        assert 2048 <= daemon.status()["outbox"] <= 2300
+        backend.accept()
+        out, err = ctl.communicate(timeout=60)
+    finally:
+        if ctl.poll() is None:
+            ctl.kill()
+    assert ctl.returncode == 0, err
+    receipts = [json.loads(line) for line in out.splitlines()]
+    assert len(receipts) == 5000
+    counts = [r["count"] for r in receipts]
+    assert counts == list(range(counts[0], counts[0] + 5000))
+    acked = [{**r, "room": "ops", "text": f"line {i}"} for i, r in enumerate(receipts)]
+    wait_delivered(backend, acked, timeout=40)
+    wait_outbox_empty(daemon)
+
+
+def test_chatlinkctl_send_dash_stops_at_a_call_the_outbox_could_never_hold(make_daemon, backend):
+    # A call of more lines than MaxMessages= can never fit, so waiting would be forever: it is
+    # refused whole, chatlinkctl says why and exits 1, and nothing of it was queued.
+    backend.refuse(503)
+    daemon = make_daemon({"Outbox": {"MaxMessages": 5}})
+    lines = "".join(f"line {i}\n" for i in range(20))
     run = subprocess.run([str(BIN / "chatlinkctl"), "--socket", daemon.socket_path, "--json", "send",
                           "--room", "ops", "-"], input=lines, capture_output=True, text=True, timeout=30)
     assert run.returncode == 1, run
-    assert "outbox is full" in run.stderr, run.stderr
-    receipts = [json.loads(line) for line in run.stdout.splitlines()]
-    assert len(receipts) == 2048
-    assert [r["count"] for r in receipts] == list(range(receipts[0]["count"], receipts[0]["count"] + 2048))
-    assert daemon.status()["outbox"] == 2048
-    backend.accept()
-    acked = [{**r, "room": "ops", "text": f"line {i}"} for i, r in enumerate(receipts)]
-    wait_delivered(backend, acked)
-    wait_outbox_empty(daemon)
-    assert "line 2048" not in [d.get("message") for d in backend.sends()]
+    assert "outbox is full (5 messages)" in run.stderr, run.stderr
+    assert run.stdout == ""
+    assert daemon.status()["outbox"] == 0
 
 
 def test_a_client_id_given_twice_while_pending_is_queued_once(make_daemon, backend):

@@ -141,7 +141,8 @@ extension ControlService {
     throws(DaemonError)
   {
     let room = try roomToSendTo(parameters.room)
-    target.enqueue(room: room, texts: parameters.texts) { result in
+    target.enqueue(room: room, texts: parameters.texts, waitForRoom: parameters.waitForRoom) {
+      result in
       guard let connection = request.open else { return }
       switch result {
       case .success(let entries):

@@ -37,9 +37,10 @@ public protocol ControlTarget: AnyObject {
     room: RoomID?, text: String, id: String?,
     completion: @escaping (Result<SendReceipt, DaemonError>) -> Void)
   /// Queues messages for one room, in order, all or none; `completion` gets their outbox
-  /// entries (the reply's ids and counts) once all are durable, or one refusal.
+  /// entries (the reply's ids and counts) once all are durable, or one refusal. With
+  /// `waitForRoom`, a full outbox holds them until it has room (`Outbox.enqueue`).
   func enqueue(
-    room: RoomID?, texts: PackedStrings,
+    room: RoomID?, texts: PackedStrings, waitForRoom: Bool,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void)
   /// Reads stored records off the loop; `completion` gets them oldest first, or
   /// `.storageFailed`.

@@ -73,13 +73,13 @@ extension Daemon: ControlTarget {
   }
 
   public func enqueue(
-    room: RoomID?, texts: PackedStrings,
+    room: RoomID?, texts: PackedStrings, waitForRoom: Bool,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, DaemonError>) -> Void
   ) {
     if let reason = link.refusal(room: room) {
       return completion(.failure(.invalidParameter(parameter: "room", reason: reason)))
     }
-    outbox.enqueue(room: room, texts: texts) { result in
+    outbox.enqueue(room: room, texts: texts, waitForRoom: waitForRoom) { result in
       completion(result.mapError(Self.daemonError))
     }
   }

@@ -3,28 +3,6 @@ import EventLoop
 import LinkCore
 import WebSocket
 
-/// Why a send was not accepted.
-public enum OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
-  /// MaxMessages unconfirmed messages are already waiting.
-  case full(limit: Int)
-  /// The client id is not acceptable.
-  case invalidID(String)
-  /// The room name is not acceptable.
-  case invalidRoom(String)
-  /// The outbox could not be made durable (e.g. the disk is full): nothing was accepted.
-  case storageFailed(SystemError)
-
-  public var description: String {
-    switch self {
-    case .full(let limit): "the outbox is full (\(limit) unconfirmed messages); try again later"
-    case .invalidID(let id):
-      "invalid client id '\(id.prefix(40))': use 1-128 of A-Z a-z 0-9 . _ : -"
-    case .invalidRoom(let room): "invalid room '\(room.prefix(40))'"
-    case .storageFailed(let error): "cannot store the message durably: \(error.message)"
-    }
-  }
-}
-
 /// The durable queue of outgoing messages: `<Directory>/outbox.jsonl`.
 ///
 /// A message is acknowledged to the sender only after its line is fsynced, and stays until
@@ -121,15 +99,48 @@ public final class Outbox {
   ///
   /// One call, one fsync share and one completion for the lot: this is what makes a stream
   /// of sends (`chatlinkctl send -`) cheap per message.
+  ///
+  /// With `waitForRoom`, a batch that does not fit waits for room behind those already waiting
+  /// (a stream's batches are accepted in order) instead; one that could never fit, or would
+  /// take the waiting past `waitingTextLimit`, is refused.
   public func enqueue(
-    room: RoomID?, texts: PackedStrings,
+    room: RoomID?, texts: PackedStrings, waitForRoom: Bool = false,
     completion: @escaping (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
   ) {
     guard !texts.isEmpty else { return completion(.success([])) }
-    guard waitingCount + texts.count <= maxMessages else {
+    if roomWaiters.isEmpty && waitingCount + texts.count <= maxMessages {
+      return add(room: room, texts: texts, id: nil, completion: completion)
+    }
+    guard waitForRoom, texts.count <= maxMessages,
+      waitingTextBytes + texts.utf8Count <= Self.waitingTextLimit
+    else {
       return completion(.failure(.full(limit: maxMessages)))
     }
-    add(room: room, texts: texts, id: nil, completion: completion)
+    roomWaiters.append(RoomWaiter(room: room, texts: texts, completion: completion))
+    waitingTextBytes += texts.utf8Count
+  }
+
+  /// A batch waiting for room (`enqueue(room:texts:waitForRoom:completion:)`).
+  private struct RoomWaiter {
+    var room: RoomID?
+    var texts: PackedStrings
+    var completion: (Result<ArraySlice<OutboxEntry>, OutboxError>) -> Void
+  }
+  /// Batches waiting for room, oldest first, and their texts' bytes.
+  private var roomWaiters = FIFOBuffer<RoomWaiter>()
+  private var waitingTextBytes = 0
+  /// The most bytes of texts that wait for room at once: a few streams' worth of calls.
+  public static let waitingTextLimit = 4 << 20
+
+  /// Accepts the batches waiting for room, oldest first, while they fit.
+  private func admitWaiting() {
+    while let first = roomWaiters.elements.first,
+      waitingCount + first.texts.count <= maxMessages
+    {
+      roomWaiters.remove(at: roomWaiters.elements.startIndex)
+      waitingTextBytes -= first.texts.utf8Count
+      add(room: first.room, texts: first.texts, id: nil, completion: first.completion)
+    }
   }
 
   /// Attaches `completion` to the entry with this id that is accepted but not yet durable, if
@@ -208,6 +219,7 @@ public final class Outbox {
     batch.appendDecimal(count)
     batch.append("}\n" as StaticString)
     scheduleFlush()
+    admitWaiting()
     return confirmed
   }
 
@@ -233,6 +245,7 @@ public final class Outbox {
     let entry = entries.remove(at: index)
     appendAckLine(entry.clientID)
     scheduleFlush()
+    admitWaiting()
     return entry
   }
 
@@ -347,8 +360,10 @@ public final class Outbox {
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
       if !written.isEmpty { onEnqueued?() }
     case .failure(let error):
-      // The write was rolled back: none of these messages is in the outbox.
+      // The write was rolled back: none of these messages is in the outbox (so there is room
+      // for batches waiting for it, which learn how the disk is doing).
       for waiter in waiters { waiter.completion(.failure(.storageFailed(error))) }
+      admitWaiting()
     }
     flush()
   }
