@@ -244,8 +244,11 @@ def inbound_trial(subject: str, n: int) -> Trial:
         if subject == "chatlinkd scraped":
             metrics_port = free_tcp_port()
             extra["Metrics"] = {"Listen": f"127.0.0.1:{metrics_port}"}
+        # MaxFiles= past the default 8: 2M records take about ten 64 MB files, and every one
+        # of them is counted after the run.
         daemon = Chatlinkd(work, url, Backend={"Compression": "yes" if deflate else "no"},
-                           Store={"Sync": sync, "SyncIntervalMSec": SYNC_INTERVAL_MS}, **extra)
+                           Store={"Sync": sync, "SyncIntervalMSec": SYNC_INTERVAL_MS,
+                                  "MaxFiles": 16}, **extra)
         proc = daemon.start()
         if subject == "chatlinkd scraped":
             scraper = Scraper(metrics_port)
