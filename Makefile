@@ -31,6 +31,7 @@ test: setup-test lint unit integration alloc autobahn fuzz e2e
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
 	python3 scripts/check-size.py
+	python3 scripts/check-imports.py
 	man/check.sh
 
 format:

@@ -61,7 +61,7 @@ let package = Package(
 
     // The daemon's logic: config, the link's driver, store, outbox, control server, manager.
     .target(
-      name: "ChatLinkCore",
+      name: "ChatLinkDaemon",
       dependencies: [
         "LinkCore", "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink",
         "ChatLinkAPI", "CSystem",
@@ -69,34 +69,43 @@ let package = Package(
       swiftSettings: strict),
 
     .executableTarget(
-      name: "chatlinkd", dependencies: ["ChatLinkCore", "ChatLinkAPI", "EventLoop"],
+      name: "chatlinkd", dependencies: ["ChatLinkDaemon", "ChatLinkAPI", "EventLoop"],
       swiftSettings: strict),
     .executableTarget(
       name: "chatlinkctl", dependencies: ["ChatLinkCommands"], swiftSettings: strict),
     .executableTarget(
-      name: "chatlink-autobahn", dependencies: ["WebSocketClient", "EventLoop"],
+      name: "chatlink-autobahn",
+      dependencies: ["WebSocketClient", "WebSocket", "Transport", "EventLoop"],
       swiftSettings: strict),
 
     .executableTarget(
       name: "chatlink-devserver",
-      dependencies: ["ChatLinkCore", "Transport", "EventLoop", "WebSocket"],
+      dependencies: ["LinkCore", "JSON", "WebSocket", "Transport", "EventLoop"],
       swiftSettings: strict),
 
-    .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"], swiftSettings: strict),
+    .testTarget(
+      name: "WebSocketTests", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
-    .testTarget(name: "LinkCoreTests", dependencies: ["LinkCore"], swiftSettings: strict),
+    .testTarget(
+      name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON"], swiftSettings: strict),
     .testTarget(
       name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON"],
       swiftSettings: strict),
     .testTarget(
-      name: "ChatLinkCoreTests", dependencies: ["ChatLinkCore", "ChatLinkAPI", "Varlink"],
+      name: "ChatLinkDaemonTests",
+      dependencies: [
+        "ChatLinkDaemon", "ChatLinkAPI", "Varlink", "LinkCore", "JSON", "WebSocket",
+        "WebSocketClient", "Transport", "EventLoop",
+      ],
       swiftSettings: strict),
     .testTarget(
       name: "ChatLinkCommandsTests",
-      dependencies: ["ChatLinkCommands", "ChatLinkClient", "ChatLinkAPI"], swiftSettings: strict),
+      dependencies: ["ChatLinkCommands", "ChatLinkClient", "ChatLinkAPI", "Varlink", "JSON"],
+      swiftSettings: strict),
     .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
-      name: "TransportTests", dependencies: ["Transport", "WebSocketClient", "EventLoop"],
+      name: "TransportTests",
+      dependencies: ["Transport", "WebSocketClient", "WebSocket", "EventLoop"],
       swiftSettings: strict),
   ]
 )

@@ -1,9 +1,9 @@
 // libFuzzer target for chatlinkd.conf: INIParser.parse and ConfigLoader.load(sources:)
-// (Sources/ChatLinkCore/Config) on arbitrary text split into 1-3 files (the main file and
+// (Sources/ChatLinkDaemon/Config) on arbitrary text split into 1-3 files (the main file and
 // drop-ins), checked against a reference written from systemd.syntax(7), chatlinkd.conf(5)
 // and the shipped config/chatlinkd.conf.
 //
-// scripts/fuzz.sh builds ChatLinkCore and the targets it imports as modules and compiles
+// scripts/fuzz.sh builds ChatLinkDaemon and the targets it imports as modules and compiles
 // this file against them (public API only), with .build/fuzz/gen/Shipped.swift: the shipped
 // file's bytes (`shippedConfigHex`).
 //
@@ -45,9 +45,11 @@
 // backslash and blanks did not continue; URL= took an IPv6 address with a stray bracket
 // outside brackets as a host name.
 
-import ChatLinkCore
+import ChatLinkDaemon
 import EventLoop
 import Glibc
+import JSON
+import LinkCore
 import Transport
 import WebSocket
 

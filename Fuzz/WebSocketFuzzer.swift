@@ -31,6 +31,7 @@
 
 import CZlib
 import Glibc
+import JSON
 
 // MARK: - Entry point
 

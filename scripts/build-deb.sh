@@ -5,7 +5,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Varlink/Version.swift)
+version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ChatLinkAPI/Version.swift)
 [ -n "$version" ] || { echo "build-deb: cannot read the version" >&2; exit 1; }
 
 # chatlinkd with the Swift runtime linked statically; chatlinkctl a static PIE (see there).

@@ -5,7 +5,7 @@
 #              inflate, handshake, UTF-8)
 #   varlink    Fuzz/VarlinkFuzzer.swift: VarlinkFramer, VarlinkCall/VarlinkReply, and the JSON
 #              target under them (JSONScanner, JSONValue, JSONString)
-#   config     Fuzz/ConfigFuzzer.swift: INIParser and ConfigLoader (ChatLinkCore/Config)
+#   config     Fuzz/ConfigFuzzer.swift: INIParser and ConfigLoader (ChatLinkDaemon/Config)
 #   socketio   Fuzz/SocketIOFuzzer.swift: Engine.IO/Socket.IO packets and SocketIOProtocol
 #              reading a hostile server's frames (LinkCore)
 #   mqtt       Fuzz/MQTTFuzzer.swift: MQTTDecoder on a stream cut anywhere, the encoder
@@ -42,7 +42,7 @@
 #    libclang_rt.fuzzer, has no per-target way to add -sanitize=fuzzer (passing it with
 #    -Xswiftc instruments and breaks every executable and test of the package), and would
 #    need a package edit for each fuzz target. Plain swiftc needs nothing but the sources.
-#  - Every target a fuzzer imports (ChatLinkCore imports WebSocket, WebSocketClient,
+#  - Every target a fuzzer imports (ChatLinkDaemon imports WebSocket, WebSocketClient,
 #    Transport, EventLoop, JSON, Varlink, ChatLinkAPI, LinkCore; those import each other and
 #    CSystemd, CSystem, COpenSSL, CZlib) is built as its own module, the way SwiftPM does it:
 #    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with

@@ -1,3 +1,4 @@
+import ChatLinkAPI
 import ChatLinkClient
 import Varlink
 

@@ -135,7 +135,7 @@ public struct DeliveryLedger: Sendable {
   /// Not the standard library's `hashValue`: SipHash over a String costs several times as much
   /// for a 16-byte id.
   func idHash(_ id: String) -> Int {
-    // Not `withUTF8` on a copy: measured, that costs more than the hash itself.
+    // Read in place where the string allows it: `withUTF8` would copy a bridged or small one.
     let hashed: Int? = id.utf8.withContiguousStorageIfAvailable(idHash(bytes:))
     return hashed ?? idHash(bytes: id.utf8)
   }
@@ -146,8 +146,6 @@ public struct DeliveryLedger: Sendable {
   }
 
   private func idHash(bytes: some Collection<UInt8>) -> Int {
-    var hash = hashSeed
-    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-    return Int(truncatingIfNeeded: hash)
+    Int(truncatingIfNeeded: FNV1a.hash64(bytes, basis: hashSeed))
   }
 }

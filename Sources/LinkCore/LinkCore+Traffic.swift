@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// Frames, the outbox and the keepalive on an open connection.

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// Frames pass through untouched: outgoing text is sent as is, inbound frames are stored as

@@ -1,3 +1,4 @@
+import JSON
 /// A complete data message.
 public enum Message: Sendable, Hashable {
   /// A text message; the bytes are valid UTF-8.

@@ -1,4 +1,5 @@
-import ChatLinkCore
+import JSON
+import LinkCore
 
 /// One chat line as the server hands it out, before a peer's dialect frames it (an envelope
 /// or a Socket.IO event): both carry the same data object, so a room can mix dialects'

@@ -1,4 +1,3 @@
-import ChatLinkCore
 import EventLoop
 @preconcurrency import Glibc
 import Transport
@@ -53,9 +52,7 @@ final class DevServer {
   init(loop: EventLoop, options: Options) throws {
     self.loop = loop
     self.options = options
-    token = try options.tokenFile.map { path in
-      try TokenSource.read(tokenFile: path, credentialsDirectory: nil) ?? ""
-    }
+    token = try options.tokenFile.map { path in try TokenFile.read(path) }
     listener = try Listener(loop: loop, host: options.host, port: options.port) {
       [unowned self] stream in
       let peer: Peer =

@@ -1,4 +1,5 @@
-import ChatLinkCore
+import JSON
+import LinkCore
 import Transport
 import WebSocket
 

@@ -1,4 +1,3 @@
-import ChatLinkCore
 import EventLoop
 import Transport
 import WebSocket

@@ -1,4 +1,3 @@
-import ChatLinkCore
 import WebSocket
 
 /// The Engine.IO 4 and Socket.IO 5 packets the server sends, each one WebSocket text frame.

@@ -1,4 +1,5 @@
-import ChatLinkCore
+import JSON
+import LinkCore
 
 /// The chat events of a Socket.IO peer: `join-room` and `leave-room` with `{"room_id":R}`,
 /// `send-message` with the envelope's data object. Each is acknowledged when it carries an

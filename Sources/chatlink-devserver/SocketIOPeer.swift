@@ -1,5 +1,6 @@
-import ChatLinkCore
 import EventLoop
+import JSON
+import LinkCore
 import Transport
 import WebSocket
 

@@ -1,6 +1,5 @@
 // chatlink-devserver: the bundled local chat backend (the envelope protocol, or Socket.IO) for
 // demos, tests and benchmarks, on the WebSocket module's server role.
-import ChatLinkCore
 import EventLoop
 @preconcurrency import Glibc
 

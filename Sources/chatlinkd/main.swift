@@ -1,9 +1,8 @@
 // chatlinkd: parse the command line, set up, notify READY, run the loop.
 import ChatLinkAPI
-import ChatLinkCore
+import ChatLinkDaemon
 import EventLoop
 @preconcurrency import Glibc
-import Varlink
 
 let usage = """
   USAGE: chatlinkd [--instance NAME] [--config PATH] [--check-config] [--version]

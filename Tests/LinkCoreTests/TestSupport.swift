@@ -1,3 +1,4 @@
+import JSON
 import LinkCore
 import WebSocket
 

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 import XCTest
 

@@ -1,2 +1,0 @@
-@_exported import JSON
-@_exported import LinkCore

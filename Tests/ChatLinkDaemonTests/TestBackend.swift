@@ -1,0 +1,111 @@
+import ChatLinkDaemon
+import EventLoop
+import Transport
+import WebSocket
+
+/// A WebSocket backend on loopback for driver tests, served on the test's own loop: it
+/// accepts, upgrades, answers pings (unless told to play dead), records every text frame, and
+/// sends or closes on request.
+final class TestBackend {
+  let listener: Listener
+  private(set) var connections: [Connection] = []
+  /// Every text frame received, across connections, in order.
+  var received: [String] { connections.flatMap(\.received) }
+  /// Called with each text frame as it arrives.
+  var onText: ((String) -> Void)?
+
+  init(loop: EventLoop) throws {
+    var accept: ((SocketStream) -> Void)?
+    listener = try Listener(loop: loop, host: "127.0.0.1", port: 0) { accept?($0) }
+    accept = { [unowned self] stream in
+      self.connections.append(Connection(backend: self, stream: stream))
+    }
+  }
+
+  var url: WebSocketURL {
+    // A loopback URL of our own making always parses.
+    (try? WebSocketURL(parsing: "ws://127.0.0.1:\(listener.port)/chat"))!
+  }
+
+  /// The newest connection.
+  var current: Connection? { connections.last }
+
+  /// One accepted client.
+  final class Connection: ByteStreamDelegate {
+    unowned let backend: TestBackend
+    let stream: SocketStream
+    private var handshake = ServerHandshake()
+    private var session: FrameSession?
+    private(set) var received: [String] = []
+    private(set) var isClosed = false
+    /// While true, nothing the client sends is read: no pongs, no close replies.
+    var playsDead = false
+
+    init(backend: TestBackend, stream: SocketStream) {
+      self.backend = backend
+      self.stream = stream
+      stream.delegate = self
+    }
+
+    func send(_ text: String) {
+      guard let session else { return }
+      try? session.send(.text(Array(text.utf8)))
+      stream.write(session.takeOutbound())
+    }
+
+    /// Sends several text frames in one write, so the client reads them together.
+    func sendTogether(_ texts: [String]) {
+      guard let session else { return }
+      for text in texts { try? session.send(.text(Array(text.utf8))) }
+      stream.write(session.takeOutbound())
+    }
+
+    func close(_ code: CloseCode) {
+      guard let session else { return }
+      try? session.close(code: code, reason: "test")
+      stream.write(session.takeOutbound())
+    }
+
+    func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+      guard !playsDead else { return }
+      if let session {
+        session.receive(bytes)
+        drain(session)
+        return
+      }
+      guard let (request, remainder) = try? handshake.append(bytes),
+        let accepted = try? ServerHandshake.accept(request, deflate: false),
+        let session = try? FrameSession(
+          role: .server, limits: ClientConnection.Limits(), encoder: FrameEncoder(),
+          compression: nil)
+      else { return }
+      self.session = session
+      stream.write(accepted.response)
+      remainder.withUnsafeBytes { session.receive($0) }
+      drain(session)
+    }
+
+    private func drain(_ session: FrameSession) {
+      while let event = session.nextEvent() {
+        if case .message(.text(let bytes)) = event {
+          let text = String(decoding: bytes, as: UTF8.self)
+          received.append(text)
+          backend.onText?(text)
+        }
+        if case .closed = event {
+          stream.write(session.takeOutbound())
+          stream.close()
+          isClosed = true
+          return
+        }
+      }
+      if session.hasOutbound { stream.write(session.takeOutbound()) }
+    }
+
+    func streamDidDrain(_ stream: any ByteStream) {}
+
+    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+      isClosed = true
+    }
+  }
+}
