@@ -12,8 +12,7 @@ extension LinkCore {
     backend.read(consume message, into: &reading)
     // Taken, not copied: every inbound frame's record passes here.
     if let record = reading.record.take() {
-      counters.received += 1
-      actions.append(.store(record, acknowledgement: reading.acknowledgement.take()))
+      store(record, acknowledgement: reading.acknowledgement.take(), &actions)
     }
     let control = reading.hasControlFields
     if control { storeAndAnswer(reading, current: current, now: now, &actions) }
@@ -23,14 +22,34 @@ extension LinkCore {
     if control { settle(reading, current: current, now: now, &actions) }
   }
 
+  /// Asks to store an inbound record; its acknowledgement, if the dialect made one, waits in
+  /// the core until the record is durable.
+  private mutating func store(
+    _ record: consuming InboundMessage, acknowledgement: Message?, _ actions: inout [LinkAction]
+  ) {
+    counters.received += 1
+    if let acknowledgement {
+      if acknowledgements.isEmpty { actions.append(.awaitDurability(true)) }
+      acknowledgements.hold(acknowledgement)
+    }
+    actions.append(.store(record, acknowledged: acknowledgement != nil))
+  }
+
+  /// Records through `seq` are durable: their acknowledgements go out, in the order the
+  /// records were stored, on the connection that read them.
+  mutating func durable(through seq: UInt64, _ actions: inout [LinkAction]) {
+    guard !acknowledgements.isEmpty else { return }
+    for frame in acknowledgements.release(through: seq) { actions.append(.send(frame)) }
+    if acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
+  }
+
   /// A control frame's further records, replies and heartbeat answer.
   private mutating func storeAndAnswer(
     _ reading: ProtocolReading, current: Connection, now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
     for (record, acknowledgement) in reading.moreRecords {
-      counters.received += 1
-      actions.append(.store(record, acknowledgement: acknowledgement))
+      store(record, acknowledgement: acknowledgement, &actions)
     }
     for reply in reading.replies { actions.append(.send(reply)) }
     if reading.heartbeatAnswered {

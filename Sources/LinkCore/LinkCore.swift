@@ -10,7 +10,7 @@ import WebSocket
 /// and pauses reading while the store is behind. A driver on the event loop feeds it what
 /// happened, with the time, and performs the actions it returns, in order.
 public struct LinkCore {
-  /// Where the connection is.
+  /// Where the connection is, as status shows it.
   public private(set) var state = ConnectionState.idle
   /// Counters for status.
   public internal(set) var counters = LinkCounters()
@@ -19,13 +19,13 @@ public struct LinkCore {
   /// How the last connection ended.
   public private(set) var lastDisconnect: Disconnection?
   /// What the server agreed to on the current connection.
-  public private(set) var negotiated: ClientHandshake.Result?
+  public var negotiated: ClientHandshake.Result? { lifecycle.session?.negotiated }
   /// The rooms joined after every connect: configured plus runtime joins.
   public private(set) var rooms: [RoomID]
   /// The settings in force.
   public private(set) var settings: LinkSettings
   /// Whether reading is paused because the store is behind.
-  public internal(set) var readingPaused = false
+  public var readingPaused: Bool { lifecycle.readingPaused }
   /// Consecutive failures counted by the backoff.
   public var failures: Int { backoff.failures }
   /// Whether the dialect has rooms (Protocol=raw has none).
@@ -35,42 +35,22 @@ public struct LinkCore {
   /// Why the dialect cannot send `entry` at all, or nil.
   public func refusal(of entry: OutboxEntry) -> String? { backend.refusal(of: entry) }
   /// The dialect's own session on the current connection.
-  public var session: ProtocolSession? { connection == nil ? nil : backend.session }
+  public var session: ProtocolSession? { lifecycle.hasConnection ? backend.session : nil }
 
-  /// Where the current connection is in its life.
-  enum Connection {
-    /// Connecting: DNS, TCP, TLS, the upgrade.
-    case attempting
-    /// Upgraded; the dialect's session set-up is under way.
-    case settingUp
-    /// Messages flow.
-    case ready
-    /// Our closing handshake is under way.
-    case closing
-  }
-
-  var connection: Connection?
+  /// Where the link is in its life, with what each phase holds.
+  var lifecycle = LinkLifecycle.idle
+  /// The phase without its data.
+  var phase: LinkLifecycle.Phase { lifecycle.phase }
   var backend: any BackendProtocol
   var backoff: Backoff
   var ledger = DeliveryLedger()
+  /// Inbound acknowledgements waiting for their records to be durable.
+  var acknowledgements = DurableAcknowledgements()
   var keepalive: Keepalive
   /// The rooms from Rooms=, as distinct from rooms joined at run time.
   var configuredRooms: [RoomID]
-  var openedAt: MonotonicInstant?
-  /// When the dialect's session became usable on this connection.
-  var readyAt: MonotonicInstant?
-  var started = false
-  var stopping = false
-  /// What the connection's end will be reported as when we end it ourselves (a refused
-  /// session is closed politely, and its close frame is not the reason).
-  var endingBecause: ConnectionOutcome?
-  /// The outbox stopped at the dialect's in-flight limit; a confirmation asks for it again.
-  var outboxHeld = false
-  /// The heartbeat interval the backend asked for on this connection (MQTT 5's server keep
-  /// alive), instead of PingIntervalSec=.
-  var askedInterval: Duration?
   /// Time between keepalive probes on this connection.
-  var probeInterval: Duration { askedInterval ?? settings.pingInterval }
+  var probeInterval: Duration { lifecycle.session?.askedInterval ?? settings.pingInterval }
 
   /// Creates the core; `.start` connects. `random` drives the backoff's jitter.
   public init(
@@ -104,6 +84,8 @@ public struct LinkCore {
     case .ended(let outcome): ended(outcome, now: now, &actions)
     case .timerFired(let timer): fired(timer, now: now, &actions)
     case .storeBehind(let behind): storeBehind(behind, &actions)
+    case .stored(let seq): acknowledgements.stored(seq: seq)
+    case .durable(let seq): durable(through: seq, &actions)
     case .outbox(let pending, let buffered): sendOutbox(pending, buffered, now: now, &actions)
     case .pingRequested(let id): operatorPing(id, now: now, &actions)
     case .join(let room): join(room, &actions)
@@ -232,6 +214,9 @@ public struct LinkCore {
     for id in keepalive.reset() { actions.append(.pingFailed(id: id, .notConnected)) }
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
     ledger.reset()
+    // The backend redelivers what this connection did not acknowledge.
+    if !acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
+    acknowledgements.connectionEnded()
     if let openedAt, now - openedAt >= settings.stableAfter { backoff.reset() }
     openedAt = nil
     readyAt = nil

@@ -88,6 +88,11 @@ public enum LinkEvent {
   case timerFired(LinkTimer)
   /// The store fell behind (true) or caught up (false).
   case storeBehind(Bool)
+  /// The store appended the record of a `.store` action that holds an acknowledgement, as
+  /// `seq`: reported at once, before anything else is stored.
+  case stored(seq: UInt64)
+  /// Every record through `seq` is durable: the acknowledgements of those records go out.
+  case durable(through: UInt64)
   /// The outbox's pending entries (oldest first) and the bytes the socket holds unsent, as
   /// asked for with `LinkAction.requestOutbox` or because new entries became durable.
   case outbox(ArraySlice<OutboxEntry>, buffered: Int)
@@ -126,9 +131,14 @@ public enum LinkAction {
   case arm(LinkTimer, after: Duration)
   /// Disarm a timer.
   case disarm(LinkTimer)
-  /// Append an inbound record to the store; send `acknowledgement` once it is durable, if the
-  /// connection is still the same.
-  case store(InboundMessage, acknowledgement: Message?)
+  /// Append an inbound record to the store. When `acknowledged`, the core holds an
+  /// acknowledgement for it: report the record's seq with `.stored` at once, and the
+  /// acknowledgement goes out (as a `.send`) once `.durable` covers that seq.
+  case store(InboundMessage, acknowledged: Bool)
+  /// Acknowledgements wait for their records to be durable (true), or none wait any more
+  /// (false): while some do, the store should sync as soon as the disk is free rather than at
+  /// its interval, since a broker sends only a window of unacknowledged messages.
+  case awaitDurability(Bool)
   /// The backend confirmed one entry: remove it from the outbox and store its "out" record.
   case confirmed(DeliveryLedger.Sent)
   /// A pong confirmed every pending entry through this count: remove them from the outbox and

@@ -292,9 +292,8 @@ final class MessageStoreTests: XCTestCase {
       loop: loop, disk: disk,
       options: MessageStore.Options(directory: dir.path, sync: .batch, syncInterval: .seconds(5)))
     var durable: UInt64 = 0
-    var waiting = true
     store.onDurable = { durable = $0 }
-    store.acknowledgementsWaiting = { waiting }
+    store.syncPromptly = true
     let start = loop.now
     store.append(direction: .inbound, room: nil, payload: .text(Array("first".utf8)))
     try spin(loop) { durable == 1 }
@@ -302,7 +301,7 @@ final class MessageStoreTests: XCTestCase {
     try spin(loop) { durable == 2 }
     XCTAssertLessThan(loop.now - start, 1_000_000, "not held for the 5 s interval")
     // Nothing waits: the interval applies again.
-    waiting = false
+    store.syncPromptly = false
     store.append(direction: .inbound, room: nil, payload: .text(Array("third".utf8)))
     let quiet = loop.now
     while loop.now - quiet < 300_000 { try loop.runOnce(timeout: 50_000) }

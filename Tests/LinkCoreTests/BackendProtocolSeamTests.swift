@@ -160,15 +160,56 @@ final class BackendProtocolSeamTests: XCTestCase {
     let next = link.actions(.outbox(entries[4...], buffered: 0))
     XCTAssertEqual(next.flatMap(Harness.lines).prefix(2), ["send S5 e", "sent id-5"])
   }
-  func testInboundRecordsCarryTheirAcknowledgementForWhenTheyAreDurable() {
+  private func acknowledging() -> Harness {
     var link = Harness(backend: HandshakingDialect())
     link.on(.start)
     link.on(.upgraded(handshake()))
     link.on(.message(text("WELCOME")))
-    XCTAssertEqual(link.on(.message(text("MSG 41"))), ["store MSG 41 ack GOT 41"])
+    return link
+  }
+
+  func testAnInboundRecordsAcknowledgementWaitsInTheCoreUntilTheRecordIsDurable() {
+    var link = acknowledging()
+    XCTAssertEqual(
+      link.on(.message(text("MSG 41"))), ["await durability", "store MSG 41 (ack held)"],
+      "the store is told that someone waits, then asked to store")
     XCTAssertEqual(
       link.on(.message(text("SRVPING"))), ["send SRVPONG"], "control frames are not stored")
     XCTAssertEqual(link.core.counters.received, 1)
+    XCTAssertEqual(link.on(.stored(seq: 7)), [])
+    XCTAssertEqual(link.on(.durable(through: 6)), [], "its record is not durable yet")
+    XCTAssertEqual(link.on(.durable(through: 7)), ["send GOT 41", "durability not awaited"])
+    XCTAssertEqual(link.on(.durable(through: 8)), [], "sent once")
+  }
+
+  func testAcknowledgementsLeaveInTheOrderTheirRecordsWereStoredAsFarAsTheyAreDurable() {
+    var link = acknowledging()
+    link.on(.message(text("MSG 1")))
+    link.on(.stored(seq: 10))
+    XCTAssertEqual(link.on(.message(text("MSG 2"))), ["store MSG 2 (ack held)"])
+    link.on(.stored(seq: 12))
+    link.on(.message(text("MSG 3")))
+    link.on(.stored(seq: 13))
+    XCTAssertEqual(link.on(.durable(through: 12)), ["send GOT 1", "send GOT 2"])
+    XCTAssertEqual(link.on(.durable(through: 20)), ["send GOT 3", "durability not awaited"])
+  }
+
+  func testALostConnectionVoidsTheWaitingAcknowledgementsForTheBackendRedelivers() {
+    var link = acknowledging()
+    link.on(.message(text("MSG 1")))
+    link.on(.stored(seq: 10))
+    link.on(.message(text("MSG 2")))
+    let ended = link.on(.ended(.connectionFailed("reset")))
+    XCTAssertTrue(ended.contains("durability not awaited"), "\(ended)")
+    // MSG 2's seq is reported only after the connection ended.
+    link.on(.stored(seq: 11))
+    XCTAssertEqual(link.on(.durable(through: 11)), [], "nothing goes out on the next connection")
+    link.on(.timerFired(.retry))
+    link.on(.upgraded(handshake()))
+    link.on(.message(text("WELCOME")))
+    link.on(.message(text("MSG 2")))
+    link.on(.stored(seq: 12))
+    XCTAssertEqual(link.on(.durable(through: 12)), ["send GOT 2", "durability not awaited"])
   }
 
   func testTheDialectsHeartbeatReplacesWebSocketPings() {

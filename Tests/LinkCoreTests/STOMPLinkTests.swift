@@ -89,14 +89,16 @@ final class STOMPLinkTests: XCTestCase {
       server(
         .message, [("destination", "/topic/chat.7"), ("ack", "a-1"), ("subscription", "sub-1")],
         body: "hi"))
+    XCTAssertEqual(lines, ["await durability", "store hi (ack held)", "arm pongDeadline 30"])
+    link.on(.stored(seq: 12))
     XCTAssertEqual(
-      lines,
+      link.on(.durable(through: 12)),
       [
-        "store hi ack "
+        "send "
           + String(
             decoding: STOMPEncoder.encode(STOMPFrame(.ack, [STOMPHeader("id", "a-1")])),
             as: UTF8.self),
-        "arm pongDeadline 30",
+        "durability not awaited",
       ])
     XCTAssertEqual(link.core.counters.received, 1)
   }

@@ -157,11 +157,13 @@ final class SocketIOLinkTests: XCTestCase {
       true, "the join took ack id 1")
   }
 
-  func testInboundAcksAreHandedOverWithTheirRecords() {
+  func testInboundAcksGoOutOnceTheirRecordsAreDurable() {
     var link = ready()
     XCTAssertEqual(
       link.on(.message(text(#"429["ask",{"room_id":7}]"#))),
-      [#"store {"event":"ask","args":[{"room_id":7}]} ack 439[]"#])
+      ["await durability", #"store {"event":"ask","args":[{"room_id":7}]} (ack held)"#])
+    link.on(.stored(seq: 3))
+    XCTAssertEqual(link.on(.durable(through: 3)), ["send 439[]", "durability not awaited"])
   }
 
   func testProblemsGoToTheLogAndTheLinkGoesOn() {

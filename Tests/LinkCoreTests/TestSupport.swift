@@ -108,8 +108,9 @@ struct Harness {
     case .drop(let code, let reason): "drop \(code.rawValue) \(reason)"
     case .arm(let timer, let delay): "arm \(timer) \(delay.secondsText)"
     case .disarm(let timer): "disarm \(timer)"
-    case .store(let record, let ack):
-      "store \(record.payload.text ?? "binary")" + (ack.map { " ack \($0.text ?? "")" } ?? "")
+    case .store(let record, let acknowledged):
+      "store \(record.payload.text ?? "binary")" + (acknowledged ? " (ack held)" : "")
+    case .awaitDurability(let awaited): awaited ? "await durability" : "durability not awaited"
     case .confirmed(let sent): "confirmed \(sent.entry.id)"
     case .confirmedThrough(let count, let entries):
       "confirmed through \(count): \(entries.map(\.entry.id).joined(separator: ","))"

@@ -49,7 +49,6 @@ extension BackendLink {
   {
     guard client === self.client else { return }
     self.client = nil
-    acknowledgements.connectionChanged()
     feed(.ended(Self.outcome(reason)))
   }
 
@@ -79,7 +78,8 @@ extension BackendLink {
 
   // MARK: Store
 
-  func storeInbound(_ record: InboundMessage, _ acknowledgement: Message?) {
+  /// Appends an inbound record to the store; returns its seq.
+  func storeInbound(_ record: InboundMessage) -> UInt64 {
     // The time of the read that brought the frame (records come only from the client's reads).
     let time = readTime
     let seq = store.append(
@@ -88,9 +88,9 @@ extension BackendLink {
     if case .notJSON = record.scan {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
-    if let acknowledgement { acknowledgements.add(acknowledgement, seq: seq) }
     onInbound?(record, seq, time)
     checkBackpressure()
+    return seq
   }
 
   /// Stores the "out" record of each confirmed entry, with the frame that went out.
@@ -124,14 +124,6 @@ extension BackendLink {
       feed(.storeBehind(true))
     } else if readingPaused, store.hasCaughtUp {
       feed(.storeBehind(false))
-    }
-  }
-
-  /// Sends the acknowledgements whose records are now durable, on the connection that read
-  /// them.
-  func sendAcknowledgements(through seq: UInt64) {
-    for frame in acknowledgements.release(through: seq) {
-      try? client?.send(frame)
     }
   }
 

@@ -85,8 +85,6 @@ public final class BackendLink: WebSocketClientDelegate {
   private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
   private var nextPingID: UInt64 = 0
   private var stopCompletion: (() -> Void)?
-  /// Inbound acknowledgements waiting for their records to be durable.
-  var acknowledgements = DurableAcknowledgements()
   /// Whether the dialect's own frames are JSON objects on one line (the store need not scan
   /// them).
   var ownFramesAreJSON: Bool
@@ -118,10 +116,9 @@ public final class BackendLink: WebSocketClientDelegate {
     outbox.onEnqueued = { [weak self] in self?.offerOutbox() }
     store.onWritten = { [weak self] in self?.checkBackpressure() }
     store.onDurable = { [weak self] seq in
-      self?.sendAcknowledgements(through: seq)
+      self?.feed(.durable(through: seq))
       self?.onDurable?(seq)
     }
-    store.acknowledgementsWaiting = { [weak self] in (self?.acknowledgements.count ?? 0) > 0 }
   }
 
   // MARK: Commands
@@ -217,9 +214,12 @@ public final class BackendLink: WebSocketClientDelegate {
     case .drop(let code, let reason): drop(code, reason)
     case .arm(let timer, let delay): timers[timer.rawValue].schedule(after: delay)
     case .disarm(let timer): timers[timer.rawValue].disarm()
-    case .store(let record, let acknowledgement):
-      storeInbound(record, acknowledgement)
+    case .store(let record, let acknowledged):
+      let seq = storeInbound(record)
+      // Reported before anything else is stored, so the core pairs it with its record.
+      if acknowledged { feed(.stored(seq: seq)) }
       spentPayload = (consume record).payload
+    case .awaitDurability(let awaited): store.syncPromptly = awaited
     case .confirmed(let sent):
       outbox.confirm(sent.entry)
       storeOutbound([sent][...])
@@ -250,7 +250,6 @@ public final class BackendLink: WebSocketClientDelegate {
     client.delegate = self
     client.traffic = traffic
     self.client = client
-    acknowledgements.connectionChanged()
     client.connect()
   }
 

@@ -186,13 +186,13 @@ public final class MessageStore {
     }
     flush()
   }
-  /// Whether the backend waits for acknowledgements of records not yet durable. Under
-  /// Sync=batch those records are then synced as soon as the disk is free, not at the next
-  /// interval: a broker sends only a window of unacknowledged messages (RabbitMQ's prefetch,
-  /// MQTT's receive maximum), so waiting for the timer would cap inbound at one window per
-  /// SyncIntervalMSec. The interval stays the longest wait; group commit still happens, since
-  /// records arriving during one fsync share the next.
-  public var acknowledgementsWaiting: () -> Bool = { false }
+  /// Whether someone waits for records to be durable (the backend, for acknowledgements of
+  /// records not yet durable): under Sync=batch they are then synced as soon as the disk is
+  /// free, not at the next interval. A broker sends only a window of unacknowledged messages
+  /// (RabbitMQ's prefetch, MQTT's receive maximum), so waiting for the timer would cap inbound
+  /// at one window per SyncIntervalMSec. The interval stays the longest wait; group commit
+  /// still happens, since records arriving during one fsync share the next.
+  public var syncPromptly = false
   /// After a failed write, the next attempt waits for the retry timer (once a second), not
   /// for the next record: a full disk must not cost a failing write per inbound message.
   private var retryPending = false
@@ -230,7 +230,7 @@ public final class MessageStore {
   private func syncIsDue(now: MonotonicInstant) -> Bool {
     guard options.sync != .none, !syncRetryPending else { return false }
     guard options.sync == .batch else { return writtenSeq > durableSeq }
-    return !drainWaiters.isEmpty || acknowledgementsWaiting()
+    return !drainWaiters.isEmpty || syncPromptly
       || now >= lastSync + options.syncInterval
       || (buffer.isEmpty && writtenBytes - bytesAtSyncStart >= Self.chunkSize)
       || rotationWaits
