@@ -6,7 +6,8 @@ extension LinkCore {
   mutating func received(
     _ message: consuming Message, now: MonotonicInstant, _ actions: inout [LinkAction]
   ) {
-    guard let current = connection, current != .attempting else { return }
+    let current = phase
+    guard current == .settingUp || current == .ready || current == .closing else { return }
     keepalive.frameArrived(now: now)
     var reading = ProtocolReading(record: nil)
     backend.read(consume message, into: &reading)
@@ -45,7 +46,7 @@ extension LinkCore {
 
   /// A control frame's further records, replies and heartbeat answer.
   private mutating func storeAndAnswer(
-    _ reading: ProtocolReading, current: Connection, now: MonotonicInstant,
+    _ reading: ProtocolReading, current: LinkLifecycle.Phase, now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
     for (record, acknowledgement) in reading.moreRecords {
@@ -64,7 +65,7 @@ extension LinkCore {
 
   /// A control frame's acknowledgements, refusals, heartbeat promise, problem and session.
   private mutating func settle(
-    _ reading: ProtocolReading, current: Connection, now: MonotonicInstant,
+    _ reading: ProtocolReading, current: LinkLifecycle.Phase, now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
     for count in reading.delivered {
@@ -80,22 +81,27 @@ extension LinkCore {
       armDeadline(now: now, &actions)
     }
     if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
-    if let interval = reading.heartbeatInterval { askedInterval = interval }
+    if let interval = reading.heartbeatInterval {
+      lifecycle.updateSession { $0.askedInterval = interval }
+    }
     switch reading.session {
     case .ready?: sessionReady(now: now, &actions)
     case .refused(let reason)?:
       guard current == .settingUp || current == .ready else { break }
       // Close politely; the refusal, not the close frame, is why the connection ended.
-      endingBecause = .sessionRefused(reason)
-      connection = .closing
+      close(because: .sessionRefused(reason))
       actions.append(.close(.normalClosure, reason: "session refused"))
     case .broken(let reason)?:
       guard current == .settingUp || current == .ready else { break }
-      endingBecause = .protocolViolation(reason)
-      connection = .closing
+      close(because: .protocolViolation(reason))
       actions.append(.close(.protocolError, reason: "protocol error"))
     case nil: break
     }
+  }
+
+  /// Starts closing the connection for a reason of our own, reported as its end.
+  private mutating func close(because outcome: ConnectionOutcome) {
+    lifecycle = .closing(LinkClosing(session: lifecycle.session, because: outcome, stopping: false))
   }
 
   private mutating func confirm(_ sent: DeliveryLedger.Sent, _ actions: inout [LinkAction]) {
@@ -113,13 +119,13 @@ extension LinkCore {
 
   /// A confirmation made room under the dialect's in-flight limit: send what waited for it.
   private mutating func resumeHeldOutbox(_ actions: inout [LinkAction]) {
-    guard outboxHeld, connection == .ready else { return }
-    outboxHeld = false
+    guard case .ready(let session, _) = lifecycle, session.outboxHeld else { return }
+    lifecycle.updateSession { $0.outboxHeld = false }
     actions.append(.requestOutbox)
   }
 
   mutating func pong(_ payload: [UInt8], now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard connection != nil else { return }
+    guard lifecycle.hasConnection else { return }
     let answer = keepalive.pong(payload, now: now)
     if let roundTrip = answer.roundTrip { counters.roundTrips.observe(roundTrip) }
     for ping in answer.answeredPings { actions.append(.pingAnswered(id: ping.id, rtt: ping.rtt)) }
@@ -143,13 +149,13 @@ extension LinkCore {
     case .retry:
       connect(&actions)
     case .keepalive:
-      guard connection == .ready else { return }
+      guard phase == .ready else { return }
       actions.append(.arm(.keepalive, after: probeInterval))
       probe(now: now, &actions)
     case .pongDeadline:
       deadlineExpired(now: now, &actions)
     case .sendRetry:
-      if connection == .ready { actions.append(.requestOutbox) }
+      if phase == .ready { actions.append(.requestOutbox) }
     }
   }
 
@@ -173,7 +179,7 @@ extension LinkCore {
   }
 
   private mutating func confirmationPing(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard connection == .ready,
+    guard phase == .ready,
       let counter = keepalive.confirmationPing(now: now, covers: ledger.lastSentCount)
     else { return }
     actions.append(.sendPing(Keepalive.payload(counter)))
@@ -190,9 +196,9 @@ extension LinkCore {
   }
 
   private mutating func deadlineExpired(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard connection == .ready || connection == .settingUp else { return }
-    let phase =
-      connection == .settingUp
+    guard phase == .ready || phase == .settingUp else { return }
+    let waitingFor =
+      phase == .settingUp
       ? "setting up the backend session"
       : keepalive.isPeerDriven ? "waiting for the backend's heartbeat" : "waiting for a pong"
     switch keepalive.deadlineExpired(now: now, readingPaused: readingPaused) {
@@ -203,14 +209,14 @@ extension LinkCore {
     case .dead(let failedPings):
       actions.append(.report(.peerSilent(timeout: settings.pongTimeout)))
       for id in failedPings { actions.append(.pingFailed(id: id, .timedOut)) }
-      let outcome = ConnectionOutcome.timedOut(phase: phase, after: settings.pongTimeout)
+      let outcome = ConnectionOutcome.timedOut(phase: waitingFor, after: settings.pongTimeout)
       actions.append(.drop(.goingAway, reason: "no pong"))
       ended(outcome, now: now, &actions)
     }
   }
 
   mutating func operatorPing(_ id: UInt64, now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard connection == .ready else {
+    guard phase == .ready else {
       actions.append(.pingFailed(id: id, .notConnected))
       return
     }
@@ -220,8 +226,15 @@ extension LinkCore {
   }
 
   mutating func storeBehind(_ behind: Bool, _ actions: inout [LinkAction]) {
-    guard behind != readingPaused, connection != nil else { return }
-    readingPaused = behind
+    guard behind != readingPaused else { return }
+    switch lifecycle {
+    case .attempting: lifecycle = .attempting(readingPaused: behind)
+    case .settingUp, .ready: lifecycle.updateSession { $0.readingPaused = behind }
+    // An attempt being given up has nothing to pause.
+    case .closing(let closing) where closing.session != nil:
+      lifecycle.updateSession { $0.readingPaused = behind }
+    case .idle, .waiting, .closing, .stopped: return
+    }
     if behind {
       actions.append(.report(.readingPaused))
       actions.append(.pauseReading)
@@ -236,14 +249,14 @@ extension LinkCore {
     _ pending: ArraySlice<OutboxEntry>, _ buffered: Int, now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
-    guard connection == .ready, !stopping else { return }
+    guard phase == .ready else { return }
     var index = ledger.firstUnsent(in: pending)
     var run = OutboxRun(start: index, inPlace: backend.writesFramesInPlace)
     var buffered = buffered
     while index < pending.endIndex {
       if let limit = backend.maxInFlight, ledger.unconfirmedCount + run.unrecorded >= limit {
         // The backend allows no more unconfirmed messages: the next confirmation resumes.
-        outboxHeld = true
+        lifecycle.updateSession { $0.outboxHeld = true }
         break
       }
       if buffered > settings.sendBufferLimit {
@@ -279,92 +292,5 @@ extension LinkCore {
     }
     run.end(pending, at: index, &ledger, &actions)
     if run.wrote && backend.confirmsByPong { confirmationPing(now: now, &actions) }
-  }
-}
-
-/// The frames of consecutive outbox entries, gathered into one `.sendOutbox` action.
-struct OutboxRun {
-  /// The index (in the pending entries) of the first entry of the run.
-  var start: Int
-  /// Whether the dialect writes the frames into one buffer (`texts`), or makes messages
-  /// (`messages`).
-  let inPlace: Bool
-  /// The frames written in place, in order.
-  private var texts = PackedStrings()
-  /// The frames made as messages, in order.
-  private var messages: [Message] = []
-  /// Whether any entry was written in this call.
-  var wrote = false
-
-  init(start: Int, inPlace: Bool) {
-    self.start = start
-    self.inPlace = inPlace
-  }
-
-  /// How many bytes of frames written in place make a run full: its buffer stays below the
-  /// size at which the allocator maps fresh pages for it (and the next run faults them in
-  /// again), and is freed once the backend confirmed its frames.
-  static let maxBytes = 128 << 10
-
-  /// Whether the next frame starts a new run.
-  var isFull: Bool { inPlace && texts.utf8Count >= Self.maxBytes }
-
-  /// Entries of the run not yet in the ledger: those written in place are recorded when the
-  /// run ends, with the buffer they share.
-  var unrecorded: Int { inPlace ? texts.count : 0 }
-
-  /// Adds the frame that carries `entry`, the first of `remaining` entries left to send;
-  /// returns its size.
-  mutating func add(
-    _ entry: OutboxEntry, remaining: Int, _ backend: inout some BackendProtocol
-  ) -> Int {
-    if inPlace {
-      backend.encode(entry, appendingTo: &texts)
-      let size = texts.utf8Count(at: texts.count - 1)
-      if texts.count == 1 {
-        // Room for the rest of the run, guessed from the first frame (a run's frames are much
-        // alike), so the buffer is not copied as it grows.
-        let expected = min(remaining, Self.maxBytes / max(size, 1) + 1)
-        texts.reserveCapacity(expected, bytes: min(expected * (size + 16), Self.maxBytes + size))
-      }
-      return size
-    }
-    let frame = backend.encode(entry)
-    let size = frame.bytes.count
-    if messages.isEmpty { messages.reserveCapacity(512) }
-    messages.append(frame)
-    return size
-  }
-
-  /// Takes back the frame `add` just added.
-  mutating func removeLast() {
-    if inPlace { texts.removeLast() } else { messages.removeLast() }
-  }
-
-  /// The last frame added, as the store keeps it (messages only).
-  func storedForm(_ backend: inout some BackendProtocol) -> StoredFrame {
-    .message(backend.storedForm(of: messages[messages.count - 1]))
-  }
-
-  /// Appends the run (entries `start..<end`) as one action, and starts an empty one; frames
-  /// written in place go into the ledger now, each with the buffer they share.
-  mutating func end(
-    _ pending: ArraySlice<OutboxEntry>, at end: Int, _ ledger: inout DeliveryLedger,
-    _ actions: inout [LinkAction]
-  ) {
-    if inPlace {
-      guard !texts.isEmpty else { return }
-      let frames = texts
-      texts = PackedStrings()
-      for (offset, index) in (start..<end).enumerated() {
-        ledger.recordSent(pending[index], frame: .packed(frames, index: offset))
-      }
-      actions.append(.sendOutbox(.texts(frames), entries: pending[start..<end]))
-    } else {
-      guard !messages.isEmpty else { return }
-      actions.append(.sendOutbox(.messages(messages), entries: pending[start..<end]))
-      messages = []
-    }
-    start = end
   }
 }

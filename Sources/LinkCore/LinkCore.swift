@@ -30,6 +30,9 @@ public struct LinkCore {
   public var failures: Int { backoff.failures }
   /// Whether the dialect has rooms (Protocol=raw has none).
   public var hasRooms: Bool { backend.hasRooms }
+  /// Whether the dialect's own frames are JSON objects on one line (the store need not scan
+  /// them).
+  public var framesAreSingleLineJSON: Bool { backend.framesAreSingleLineJSON }
   /// The dialect's subprotocols to offer.
   public var offeredSubprotocols: [String] { backend.offeredSubprotocols }
   /// Why the dialect cannot send `entry` at all, or nil.
@@ -52,12 +55,14 @@ public struct LinkCore {
   /// Time between keepalive probes on this connection.
   var probeInterval: Duration { lifecycle.session?.askedInterval ?? settings.pingInterval }
 
-  /// Creates the core; `.start` connects. `random` drives the backoff's jitter.
+  /// Creates the core; `.start` connects. The dialect is the one `settings.dialect` describes,
+  /// unless `backend` gives another (a test's). `random` drives the backoff's jitter.
   public init(
-    settings: LinkSettings, rooms: [RoomID], backend: any BackendProtocol,
+    settings: LinkSettings, rooms: [RoomID], backend: (any BackendProtocol)? = nil,
     random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
   ) {
     self.settings = settings
+    let backend = backend ?? settings.dialect.makeDialect()
     self.backend = backend
     self.rooms = backend.hasRooms ? rooms : []
     configuredRooms = self.rooms
@@ -73,8 +78,7 @@ public struct LinkCore {
     // Consumed: an inbound frame moves on into its record without a reference count.
     switch consume event {
     case .start:
-      guard !started else { return }
-      started = true
+      guard phase == .idle else { return }
       connect(&actions)
     case .progress(let progress): advance(progress, &actions)
     case .upgraded(let result): upgraded(result, now: now, &actions)
@@ -91,8 +95,7 @@ public struct LinkCore {
     case .join(let room): join(room, &actions)
     case .leave(let room): leave(room, &actions)
     case .reconnect(let reason): reconnect(reason, now: now, &actions)
-    case .reload(let settings, let rooms, let backend):
-      reload(settings, rooms: rooms, backend: backend, &actions)
+    case .reload(let settings, let rooms): reload(settings, rooms: rooms, now: now, &actions)
     case .stop: stop(&actions)
     }
   }
@@ -100,15 +103,15 @@ public struct LinkCore {
   // MARK: Connecting
 
   mutating func connect(_ actions: inout [LinkAction]) {
-    guard !stopping, connection == nil else { return }
+    guard phase == .idle || phase == .waiting else { return }
     counters.attempts += 1
-    connection = .attempting
+    lifecycle = .attempting(readingPaused: false)
     actions.append(.connect)
     setState(.connecting, "connecting to \(settings.url)", &actions)
   }
 
   private mutating func advance(_ progress: ConnectProgress, _ actions: inout [LinkAction]) {
-    guard connection == .attempting else { return }
+    guard phase == .attempting else { return }
     switch progress {
     case .tlsHandshake:
       if state == .connecting {
@@ -122,10 +125,9 @@ public struct LinkCore {
   private mutating func upgraded(
     _ result: ClientHandshake.Result, now: MonotonicInstant, _ actions: inout [LinkAction]
   ) {
-    guard connection == .attempting else { return }
-    connection = .settingUp
-    negotiated = result
-    openedAt = now
+    guard case .attempting(let readingPaused) = lifecycle else { return }
+    lifecycle = .settingUp(
+      LinkSession(negotiated: result, openedAt: now, readingPaused: readingPaused))
     actions.append(.report(.connected(result)))
     let opening = backend.open(result)
     for frame in opening.frames { actions.append(.send(frame)) }
@@ -142,9 +144,8 @@ public struct LinkCore {
   /// The dialect's session is usable: rooms first, then the outbox in order (the backend must
   /// know the rooms before messages for them arrive), then the keepalive.
   mutating func sessionReady(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    guard connection == .settingUp else { return }
-    connection = .ready
-    readyAt = now
+    guard case .settingUp(let session) = lifecycle else { return }
+    lifecycle = .ready(session, since: now)
     // A connection counts once its session is usable: a refused set-up is not one.
     counters.connects += 1
     // The last error stays visible through a set-up that the backend may still refuse.
@@ -166,8 +167,13 @@ public struct LinkCore {
   mutating func ended(
     _ reported: ConnectionOutcome, now: MonotonicInstant, _ actions: inout [LinkAction]
   ) {
-    guard connection != nil else { return }
-    let outcome = endingBecause ?? inPhase(reported, now: now)
+    guard lifecycle.hasConnection else { return }
+    var outcome = inPhase(reported, now: now)
+    var stopping = false
+    if case .closing(let closing) = lifecycle {
+      outcome = closing.because ?? outcome
+      stopping = closing.stopping
+    }
     counters.endings[outcome.kind, default: 0] += 1
     connectionEnded(now: now, &actions)
     if stopping {
@@ -182,7 +188,7 @@ public struct LinkCore {
   /// soon after the session opened is a failure, not a polite goodbye.
   private func inPhase(_ outcome: ConnectionOutcome, now: MonotonicInstant) -> ConnectionOutcome {
     guard case .closed(let info) = outcome, case .peer = info.initiator else { return outcome }
-    switch connection {
+    switch lifecycle {
     case .settingUp:
       switch info.code {
       case .goingAway, .serviceRestart, .tryAgainLater, .internalServerError, .badGateway:
@@ -190,8 +196,8 @@ public struct LinkCore {
       default:
         return .sessionRefused(backend.refusal(closedDuringSetUp: info))
       }
-    case .ready:
-      guard info.code == .normalClosure, let readyAt, now - readyAt < settings.stableAfter else {
+    case .ready(_, let readyAt):
+      guard info.code == .normalClosure, now - readyAt < settings.stableAfter else {
         return outcome
       }
       return .closedEarly(info, after: now - readyAt)
@@ -202,15 +208,11 @@ public struct LinkCore {
 
   /// Everything of the connection that must not outlive it.
   mutating func connectionEnded(now: MonotonicInstant, _ actions: inout [LinkAction]) {
-    connection = nil
-    endingBecause = nil
-    outboxHeld = false
-    askedInterval = nil
+    let openedAt = lifecycle.session?.openedAt
+    lifecycle = .waiting
     for timer in [LinkTimer.keepalive, .pongDeadline, .sendRetry] {
       actions.append(.disarm(timer))
     }
-    negotiated = nil
-    readingPaused = false
     for id in keepalive.reset() { actions.append(.pingFailed(id: id, .notConnected)) }
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
     ledger.reset()
@@ -218,8 +220,6 @@ public struct LinkCore {
     if !acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
     acknowledgements.connectionEnded()
     if let openedAt, now - openedAt >= settings.stableAfter { backoff.reset() }
-    openedAt = nil
-    readyAt = nil
   }
 
   /// Chooses the delay before the next attempt from how the connection ended.
@@ -246,22 +246,26 @@ public struct LinkCore {
   private mutating func join(_ room: RoomID, _ actions: inout [LinkAction]) {
     guard backend.hasRooms, !rooms.contains(room) else { return }
     rooms.append(room)
-    if connection == .ready, let frame = backend.join(room) { actions.append(.send(frame)) }
+    if phase == .ready, let frame = backend.join(room) { actions.append(.send(frame)) }
   }
 
   private mutating func leave(_ room: RoomID, _ actions: inout [LinkAction]) {
     guard let index = rooms.firstIndex(of: room) else { return }
     rooms.remove(at: index)
-    if connection == .ready, let frame = backend.leave(room) { actions.append(.send(frame)) }
+    if phase == .ready, let frame = backend.leave(room) { actions.append(.send(frame)) }
   }
 
   private mutating func reconnect(
     _ reason: String, now: MonotonicInstant, _ actions: inout [LinkAction]
   ) {
-    guard !stopping else { return }
+    switch lifecycle {
+    case .stopped: return
+    case .closing(let closing) where closing.stopping: return
+    default: break
+    }
     actions.append(.report(.reconnectRequested(reason: reason)))
     actions.append(.disarm(.retry))
-    if connection != nil {
+    if lifecycle.hasConnection {
       actions.append(.drop(.goingAway, reason: "reconnecting"))
       // Dropped here, so no `ended` follows: count it as what it is, given up by us.
       counters.endings[ConnectionOutcome.cancelled.kind, default: 0] += 1
@@ -270,41 +274,53 @@ public struct LinkCore {
     connect(&actions)
   }
 
-  /// Applies new settings: keepalive, backoff and rooms live. Rooms removed from Rooms= are
-  /// left and new ones joined; rooms joined at run time stay. The new dialect applies to
-  /// messages sent from now on. (What needs a new connection is the driver's to decide.)
+  /// Applies new settings: keepalive, backoff and rooms live (rooms removed from Rooms= are
+  /// left and new ones joined; rooms joined at run time stay). A new dialect of the same kind
+  /// without a session takes its new names at once; what the upgrade carries, or a dialect with
+  /// a session of its own, needs a new connection, made at once.
   private mutating func reload(
-    _ new: LinkSettings, rooms newRooms: [RoomID], backend newBackend: (any BackendProtocol)?,
+    _ new: LinkSettings, rooms newRooms: [RoomID], now: MonotonicInstant,
     _ actions: inout [LinkAction]
   ) {
-    if let newBackend { backend = newBackend }
-    let wanted = backend.hasRooms ? newRooms : []
-    for room in configuredRooms where !wanted.contains(room) { leave(room, &actions) }
-    for room in wanted where !rooms.contains(room) { join(room, &actions) }
-    configuredRooms = wanted
+    let reconnecting = new.needsNewConnection(from: settings)
+    // A dialect with a session is replaced here only because a new connection follows.
+    if new.dialect != settings.dialect { backend = new.dialect.makeDialect() }
     settings = new
     backoff.minimum = new.reconnectMin
     backoff.maximum = new.reconnectMax
     keepalive.interval = new.pingInterval
     keepalive.timeout = new.pongTimeout
+    // A new connection joins every room anyway: the rooms then change without frames.
+    if reconnecting { reconnect("configuration changed", now: now, &actions) }
+    let wanted = backend.hasRooms ? newRooms : []
+    for room in configuredRooms where !wanted.contains(room) { leave(room, &actions) }
+    for room in wanted where !rooms.contains(room) { join(room, &actions) }
+    configuredRooms = wanted
     // Restart the keepalive with the new interval.
-    if connection == .ready { actions.append(.arm(.keepalive, after: probeInterval)) }
+    if phase == .ready { actions.append(.arm(.keepalive, after: probeInterval)) }
   }
 
   /// Closes with 1001; `.stopped` follows once the connection is down.
   private mutating func stop(_ actions: inout [LinkAction]) {
-    stopping = true
     for timer in [LinkTimer.retry, .keepalive, .pongDeadline] { actions.append(.disarm(timer)) }
-    guard let current = connection, current != .closing else {
-      if connection == nil { finishStop(&actions) }
-      return
+    switch lifecycle {
+    case .idle, .waiting:
+      finishStop(&actions)
+    case .attempting, .settingUp, .ready:
+      lifecycle = .closing(LinkClosing(session: lifecycle.session, because: nil, stopping: true))
+      setState(.closing, "shutting down", &actions)
+      actions.append(.close(.goingAway, reason: "shutting down"))
+    case .closing(var closing):
+      // The close under way ends the connection; the link stops once it has.
+      closing.stopping = true
+      lifecycle = .closing(closing)
+    case .stopped:
+      break
     }
-    connection = .closing
-    setState(.closing, "shutting down", &actions)
-    actions.append(.close(.goingAway, reason: "shutting down"))
   }
 
   private mutating func finishStop(_ actions: inout [LinkAction]) {
+    lifecycle = .stopped
     setState(.idle, "stopped", &actions)
     actions.append(.stopped)
   }

@@ -134,3 +134,59 @@ extension SocketIOProtocol {
     bytes.withUnsafeBytes { unreadable(message, $0, problem) }
   }
 }
+
+/// Acks both ways: the one the server asks for (sent once its record is durable), and the
+/// server's answers to our events.
+extension SocketIOProtocol {
+  /// `43` + the namespace the event came in + the id + `[]`: the answer to an event that
+  /// asked for one.
+  static func acknowledgement(_ id: UInt64, prefix: [UInt8]) -> Message {
+    var out: [UInt8] = Array("43".utf8)
+    out += prefix
+    out.appendDecimal(id)
+    out.append("[]" as StaticString)
+    return .text(out)
+  }
+
+  /// The server answered one of our events.
+  mutating func acknowledged(_ id: UInt64?, _ data: UnsafeRawBufferPointer)
+    -> ProtocolReading
+  {
+    var reading = ProtocolReading(record: nil)
+    guard let id, let what = awaited.removeValue(forKey: id) else {
+      reading.problem = "an ack for an id we did not ask for"
+      return reading
+    }
+    let error = Self.ackError(data, errorKeys)
+    switch what {
+    case .send(let count):
+      if let error {
+        reading.failed = [DeliveryFailure(count: count, reason: error)]
+      } else {
+        reading.delivered = [count]
+      }
+    case .join(let room):
+      if let error { reading.problem = "the server refused to join room \(room): \(error)" }
+    case .leave(let room):
+      if let error { reading.problem = "the server refused to leave room \(room): \(error)" }
+    }
+    return reading
+  }
+
+  /// The error an ack carries: its first argument's non-null `error` member, as text.
+  static func ackError(_ data: UnsafeRawBufferPointer, _ keys: JSONScanner.Keys) -> String? {
+    guard
+      let scan = JSONScanner.scanArray(
+        data, elements: 1, nestedIn: 0, nested: keys, knownUTF8: true),
+      let range = scan.nested[0]
+    else { return nil }
+    let value = UnsafeRawBufferPointer(rebasing: data[range])
+    if value.elementsEqual("null".utf8) || value.elementsEqual("false".utf8) { return nil }
+    if value.first == UInt8(ascii: "\""), value.count >= 2 {
+      let content = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - 1)])
+      let text = String(decoding: JSONString.unescape(content), as: UTF8.self)
+      return text.isEmpty ? "refused without a reason" : text
+    }
+    return String(decoding: value.prefix(500), as: UTF8.self)
+  }
+}

@@ -44,7 +44,7 @@ public struct SocketIOProtocol: BackendProtocol {
   /// The namespace as it prefixes packets (`/admin,`), empty for the main namespace.
   let namespacePrefix: [UInt8]
   let roomKeys: JSONScanner.Keys
-  private let errorKeys = JSONScanner.Keys(["error"])
+  let errorKeys = JSONScanner.Keys(["error"])
   let sendEventName: [UInt8]
 
   /// The namespace's sid, once connected.
@@ -54,7 +54,7 @@ public struct SocketIOProtocol: BackendProtocol {
   /// maxPayload from the open packet.
   private(set) var maxPayload: Int?
   private var nextAckID: UInt64 = 0
-  private(set) var awaited: [UInt64: Awaited] = [:]
+  var awaited: [UInt64: Awaited] = [:]
   /// A binary event or ack waiting for its attachments.
   var partial: PartialBinaryPacket?
 
@@ -279,58 +279,6 @@ public struct SocketIOProtocol: BackendProtocol {
   static func prefix(_ packet: SocketIOPacket, _ raw: UnsafeRawBufferPointer) -> [UInt8] {
     guard let range = packet.namespace, !raw[range].elementsEqual("/".utf8) else { return [] }
     return Array(raw[range]) + [UInt8(ascii: ",")]
-  }
-
-  /// `43` + the namespace the event came in + the id + `[]`: the answer to an event that
-  /// asked for one.
-  static func acknowledgement(_ id: UInt64, prefix: [UInt8]) -> Message {
-    var out: [UInt8] = Array("43".utf8)
-    out += prefix
-    out.appendDecimal(id)
-    out.append("[]" as StaticString)
-    return .text(out)
-  }
-
-  /// The server answered one of our events.
-  mutating func acknowledged(_ id: UInt64?, _ data: UnsafeRawBufferPointer)
-    -> ProtocolReading
-  {
-    var reading = ProtocolReading(record: nil)
-    guard let id, let what = awaited.removeValue(forKey: id) else {
-      reading.problem = "an ack for an id we did not ask for"
-      return reading
-    }
-    let error = Self.ackError(data, errorKeys)
-    switch what {
-    case .send(let count):
-      if let error {
-        reading.failed = [DeliveryFailure(count: count, reason: error)]
-      } else {
-        reading.delivered = [count]
-      }
-    case .join(let room):
-      if let error { reading.problem = "the server refused to join room \(room): \(error)" }
-    case .leave(let room):
-      if let error { reading.problem = "the server refused to leave room \(room): \(error)" }
-    }
-    return reading
-  }
-
-  /// The error an ack carries: its first argument's non-null `error` member, as text.
-  static func ackError(_ data: UnsafeRawBufferPointer, _ keys: JSONScanner.Keys) -> String? {
-    guard
-      let scan = JSONScanner.scanArray(
-        data, elements: 1, nestedIn: 0, nested: keys, knownUTF8: true),
-      let range = scan.nested[0]
-    else { return nil }
-    let value = UnsafeRawBufferPointer(rebasing: data[range])
-    if value.elementsEqual("null".utf8) || value.elementsEqual("false".utf8) { return nil }
-    if value.first == UInt8(ascii: "\""), value.count >= 2 {
-      let content = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - 1)])
-      let text = String(decoding: JSONString.unescape(content), as: UTF8.self)
-      return text.isEmpty ? "refused without a reason" : text
-    }
-    return String(decoding: value.prefix(500), as: UTF8.self)
   }
 
   /// A frame that is not a packet we understand: stored as it came (lossless), with a note.

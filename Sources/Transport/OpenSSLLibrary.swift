@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 // (The members keep OpenSSL's C names.)
 import COpenSSL
 @preconcurrency import Glibc

@@ -1,4 +1,5 @@
 import JSON
+
 /// A complete data message.
 public enum Message: Sendable, Hashable {
   /// A text message; the bytes are valid UTF-8.

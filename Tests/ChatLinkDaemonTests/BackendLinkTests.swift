@@ -51,8 +51,8 @@ final class BackendLinkTests: XCTestCase {
     let link = try BackendLink(
       loop: loop, resolver: Resolver(loop: loop), tlsContext: nil,
       settings: BackendSettings(configuration, url: url, token: nil),
-      rooms: rooms.compactMap(RoomID.init), backend: dialect, store: store, outbox: outbox,
-      logger: Logger(label: "test", level: .critical))
+      rooms: rooms.compactMap(RoomID.init), store: store, outbox: outbox,
+      logger: Logger(label: "test", level: .critical), dialect: dialect)
     self.link = link
     link.start()
     return link

@@ -31,12 +31,11 @@ final class BackendSettingsSTOMPTests: XCTestCase {
     expected.login = "bot"
     expected.passcode = "tok"
     expected.heartBeat = .seconds(4)
-    XCTAssertEqual(settings.stomp, expected)
-    XCTAssertNil(settings.mqtt)
+    XCTAssertEqual(settings.link.dialect, .stomp(expected))
     XCTAssertEqual(settings.link.pingInterval, .seconds(4), "our heart-beats go out this often")
     XCTAssertEqual(
       settings.headers[all: "Authorization"], ["Bearer tok"], "the bearer header as ever")
-    let backend = settings.makeBackend(c)
+    let backend = settings.link.dialect.makeDialect()
     XCTAssertTrue(backend is STOMPProtocol)
     XCTAssertEqual(backend.offeredSubprotocols, ["v12.stomp", "v11.stomp"])
     XCTAssertEqual(
@@ -46,15 +45,18 @@ final class BackendSettingsSTOMPTests: XCTestCase {
 
   func testWithoutHeartBeatsWebSocketPingsKeepTheirInterval() throws {
     let settings = try settings(try configuration("HeartBeatMSec=0\n"))
-    XCTAssertEqual(settings.stomp?.heartBeat, .zero)
+    XCTAssertEqual(settings.link.dialect.stomp?.heartBeat, .zero)
     XCTAssertEqual(settings.link.pingInterval, .seconds(30))
   }
 
   func testAChangedSTOMPSettingNeedsANewConnection() throws {
-    let old = try settings(try configuration())
-    XCTAssertFalse(old.needsReconnect(for: try settings(try configuration())))
-    XCTAssertTrue(old.needsReconnect(for: try settings(try configuration("VirtualHost=other\n"))))
-    XCTAssertTrue(old.needsReconnect(for: try settings(try configuration(), token: "new")))
+    let old = try settings(try configuration()).link
+    func changed(_ extra: String = "", token: String? = "tok") throws -> Bool {
+      try settings(try configuration(extra), token: token).link.needsNewConnection(from: old)
+    }
+    XCTAssertFalse(try changed())
+    XCTAssertTrue(try changed("VirtualHost=other\n"))
+    XCTAssertTrue(try changed(token: "new"))
   }
 }
 
@@ -65,7 +67,8 @@ final class BackendSettingsMQTTInstanceTests: XCTestCase {
       sources: [
         ("x.conf", "[Backend]\nURL=ws://127.0.0.1:1883/\nProtocol=mqtt\n" + extra)
       ], instance: instance)
-    return try XCTUnwrap(BackendSettings(c, url: try XCTUnwrap(c.url), token: nil).mqtt?.clientID)
+    return try XCTUnwrap(
+      BackendSettings(c, url: try XCTUnwrap(c.url), token: nil).link.dialect.mqtt?.clientID)
   }
 
   func testEachInstanceHasAClientIDOfItsOwnUnlessOneIsConfigured() throws {

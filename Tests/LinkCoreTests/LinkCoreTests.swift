@@ -238,6 +238,50 @@ final class LinkCoreTests: XCTestCase {
     XCTAssertEqual(link.on(.stop).suffix(2), ["state idle (stopped)", "stopped"])
   }
 
+  func testStoppingDuringAnAttemptClosesItAndNothingStartsItAgain() {
+    var link = Harness()
+    link.on(.start)
+    XCTAssertEqual(link.on(.stop).last, "close 1001 shutting down")
+    XCTAssertEqual(link.on(.upgraded(handshake())), [], "the attempt is being given up")
+    XCTAssertEqual(link.on(.reconnect(reason: "operator")), [], "nor reconnected while stopping")
+    XCTAssertEqual(link.on(.ended(.cancelled)).suffix(2), ["state idle (stopped)", "stopped"])
+    XCTAssertEqual(link.on(.start), [], "a stopped link does not start again")
+    XCTAssertEqual(link.on(.reconnect(reason: "operator")), [])
+    XCTAssertEqual(link.core.counters.attempts, 1)
+  }
+
+  func testStoppingWhileARefusedSessionClosesCountsTheRefusalAndStops() {
+    var link = Harness(backend: HandshakingDialect())
+    link.open()
+    XCTAssertEqual(
+      link.on(.message(text("DENIED bad password"))).last, "close 1000 session refused")
+    XCTAssertEqual(link.on(.stop), ["disarm retry", "disarm keepalive", "disarm pongDeadline"])
+    let lines = link.on(.ended(closed(.normalClosure, by: .local)))
+    XCTAssertEqual(lines.suffix(2), ["state idle (stopped)", "stopped"])
+    XCTAssertEqual(link.core.counters.endings, ["session_refused": 1])
+  }
+
+  func testAStoreBehindDuringAnAttemptKeepsReadingPausedOnceUpgraded() {
+    var link = Harness()
+    link.on(.start)
+    XCTAssertEqual(link.on(.storeBehind(true)), ["report readingPaused", "pause reading"])
+    link.on(.upgraded(handshake()))
+    XCTAssertTrue(link.core.readingPaused)
+    XCTAssertEqual(link.on(.storeBehind(false)), ["resume reading"])
+    link.on(.ended(.connectionFailed("reset")))
+    XCTAssertFalse(link.core.readingPaused, "a new connection reads from the start")
+  }
+
+  func testTheHandshakeAndItsSessionLiveExactlyAsLongAsTheConnection() {
+    var link = Harness()
+    XCTAssertNil(link.core.negotiated)
+    link.open()
+    XCTAssertEqual(link.core.negotiated, handshake())
+    link.on(.ended(.connectionFailed("reset")))
+    XCTAssertNil(link.core.negotiated)
+    XCTAssertNil(link.core.session)
+  }
+
   func testAReconnectRequestDropsTheConnectionAndConnectsAtOnce() {
     var link = Harness()
     link.open()
@@ -271,9 +315,7 @@ final class LinkCoreTests: XCTestCase {
     link.on(.join(RoomID("runtime")!))
     var settings = link.core.settings
     settings.pingInterval = .seconds(3)
-    let lines = link.on(
-      .reload(
-        settings, rooms: [RoomID("8")!, RoomID("9")!], backend: EnvelopeProtocol(sender: "x")))
+    let lines = link.on(.reload(settings, rooms: [RoomID("8")!, RoomID("9")!]))
     XCTAssertEqual(
       lines,
       [
@@ -282,6 +324,55 @@ final class LinkCoreTests: XCTestCase {
         "arm keepalive 3",
       ])
     XCTAssertEqual(link.core.rooms.map(\.name), ["8", "runtime", "9"])
+  }
+
+  func testAReloadThatChangesWhatTheUpgradeCarriesReconnectsAndJoinsOnTheNewConnection() {
+    var link = Harness(rooms: ["7"])
+    link.open()
+    var settings = link.core.settings
+    settings.upgrade.headers.add(name: "Authorization", value: "Bearer new")
+    let lines = link.on(.reload(settings, rooms: [RoomID("7")!, RoomID("9")!]))
+    XCTAssertTrue(lines.contains("drop 1001 reconnecting"), "\(lines)")
+    XCTAssertFalse(lines.contains { $0.hasPrefix("send") }, "no join on the old connection")
+    XCTAssertEqual(lines.last, "state connecting (connecting to ws://chat.example:9000/ws)")
+    let joins = link.on(.upgraded(handshake())).filter { $0.hasPrefix("send") }
+    XCTAssertEqual(
+      joins,
+      [
+        #"send {"event":"join-room","data":{"room_id":7}}"#,
+        #"send {"event":"join-room","data":{"room_id":9}}"#,
+      ])
+  }
+
+  func testNewEnvelopeNamesApplyAtOnceWithoutANewConnection() {
+    var link = Harness(rooms: ["7"])
+    link.open()
+    var settings = link.core.settings
+    var names = EnvelopeNames()
+    names.joinEvent = "enter"
+    settings.dialect = .envelope(names, sender: "bot")
+    XCTAssertEqual(link.on(.reload(settings, rooms: [RoomID("7")!])), ["arm keepalive 10"])
+    XCTAssertEqual(
+      link.on(.join(RoomID("8")!)), [#"send {"event":"enter","data":{"room_id":8}}"#])
+  }
+
+  func testAChangedSettingOfADialectWithASessionReconnectsWithANewDialect() {
+    var mqtt = MQTTProtocol.Settings()
+    mqtt.clientID = "a"
+    var settings = LinkSettings(
+      url: testURL, pingInterval: .seconds(10), pongTimeout: .seconds(5),
+      reconnectMin: .seconds(1), reconnectMax: .seconds(60))
+    settings.dialect = .mqtt(mqtt)
+    var link = Harness(core: LinkCore(settings: settings, rooms: [], random: SeededRandom()))
+    link.open()
+    XCTAssertEqual(
+      link.on(.reload(settings, rooms: [])), [], "unchanged: the session and connection stay")
+    mqtt.clientID = "b"
+    settings.dialect = .mqtt(mqtt)
+    XCTAssertTrue(link.on(.reload(settings, rooms: [])).contains("drop 1001 reconnecting"))
+    let opening = link.on(.upgraded(handshake(subprotocol: "mqtt")))
+    XCTAssertTrue(
+      opening.contains { $0.hasPrefix("send binary") }, "the new dialect's CONNECT: \(opening)")
   }
 
   func testRawHasNoRoomsToJoin() {

@@ -55,7 +55,7 @@ final class LinkCountersTests: XCTestCase {
     XCTAssertEqual(link.core.counters.connects, before.connects + 1)
     XCTAssertEqual(link.core.counters.attempts, before.attempts + 1)
     let afterReconnect = link.core.counters
-    link.on(.reload(link.core.settings, rooms: [], backend: nil))
+    link.on(.reload(link.core.settings, rooms: []))
     XCTAssertEqual(link.core.counters.connects, afterReconnect.connects)
     XCTAssertEqual(link.core.counters.attempts, afterReconnect.attempts)
   }

@@ -68,6 +68,9 @@ struct Harness {
       random: SeededRandom())
   }
 
+  /// Drives a core made elsewhere.
+  init(core: LinkCore) { self.core = core }
+
   /// Handles `event` now; returns the actions as lines.
   @discardableResult
   mutating func on(_ event: LinkEvent) -> [String] {

@@ -62,12 +62,12 @@ public final class ControlServer {
 
   /// When descriptors ran out; logged at most once a second, with how many were shed.
   private var shedCount = 0
-  private var lastShedLog: Microseconds = 0
+  private var lastShedLog = MonotonicInstant.origin
 
   private func shed(_ error: Int32) {
     shedCount += 1
-    let now = loop.now
-    guard now - lastShedLog >= 1_000_000 else { return }
+    let now = loop.instant
+    guard now - lastShedLog >= .seconds(1) else { return }
     logger.warning(
       "out of file descriptors; turning control clients away",
       ["error": String(cString: strerror(error)), "clients": String(shedCount)])

@@ -27,10 +27,10 @@ extension Daemon {
     metrics.outboxDepth = outbox.pending.count
     let now = Timestamp.now()
     if let oldest = outbox.pending.first {
-      metrics.outboxOldestAge = max(0, Double(now.microseconds - oldest.created.microseconds) / 1e6)
+      metrics.outboxOldestAge = max(0, now.since(oldest.created).inSeconds)
     }
     metrics.store = store.statistics
-    metrics.lastConnected = link.lastConnected.map { Double($0.microseconds) / 1e6 }
+    metrics.lastConnected = link.lastConnected.map(\.secondsSinceEpoch)
     return metrics
   }
 

@@ -108,9 +108,8 @@ public final class Daemon {
     do throws(SystemError) {
       link = try BackendLink(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
-        rooms: configuration.rooms.compactMap(RoomID.init),
-        backend: settings.makeBackend(configuration),
-        store: store, outbox: outbox, logger: logger)
+        rooms: configuration.rooms.compactMap(RoomID.init), store: store, outbox: outbox,
+        logger: logger)
     } catch {
       throw .system(error)
     }
@@ -183,11 +182,11 @@ public final class Daemon {
     sigterm = try loop.onSignal(SIGTERM) { [unowned self] in self.shutdown(reason: "SIGTERM") }
     sigint = try loop.onSignal(SIGINT) { [unowned self] in self.shutdown(reason: "SIGINT") }
     sighup = try loop.onSignal(SIGHUP) { [unowned self] in self.reload() }
-    statusTimer = try loop.makeTimer(accuracy: 100_000) { [unowned self] in
+    statusTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { [unowned self] in
       self.publishStatus()
-      self.statusTimer?.schedule(after: 1_000_000)
+      self.statusTimer?.schedule(after: .seconds(1))
     }
-    statusTimer?.schedule(after: 1_000_000)
+    statusTimer?.schedule(after: .seconds(1))
     shutdownTimer = try loop.makeTimer { [unowned self] in
       self.logger.warning("shutdown took too long; exiting")
       self.loop.exit(code: 0)
@@ -203,7 +202,7 @@ public final class Daemon {
         if !self.trimmedAfterConnect {
           // The handshake, the TLS set-up and the room joins are start-up work too.
           self.trimmedAfterConnect = true
-          self.trimTimer?.schedule(after: 1_000_000)
+          self.trimTimer?.schedule(after: .seconds(1))
         }
       case .waiting:
         self.service?.publishDisconnected(reason: reason, code: self.link.lastDisconnect?.code)
@@ -230,7 +229,7 @@ public final class Daemon {
         "outbox": String(outbox.pending.count),
       ])
     notifier.ready(status: status.text)
-    trimTimer = try loop.makeTimer(accuracy: 100_000) { Self.releaseStartupMemory() }
+    trimTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { Self.releaseStartupMemory() }
     Self.releaseStartupMemory()
   }
 
@@ -311,11 +310,7 @@ public final class Daemon {
     }
     logger.logLevel = Logger.Level(name: new.logLevel) ?? .info
     tlsContext = tls
-    var effective = new
-    effective.chatProtocol = old.chatProtocol
-    link.apply(
-      settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls,
-      backend: settings.makeBackend(effective))
+    link.apply(settings: settings, rooms: new.rooms.compactMap(RoomID.init), tlsContext: tls)
     configuration = new
     logger.info("configuration reloaded", ["rooms": String(link.rooms.count)])
   }
@@ -326,7 +321,7 @@ public final class Daemon {
     shuttingDown = true
     logger.info("stopping", ["reason": reason])
     notifier.stopping(status: "Stopping (\(reason))")
-    shutdownTimer?.schedule(after: 5_000_000)
+    shutdownTimer?.schedule(after: .seconds(5))
     link.stop { [unowned self] in
       self.store.whenDurable {
         self.outbox.whenIdle {

@@ -91,11 +91,12 @@ public final class BackendLink: WebSocketClientDelegate {
   /// Whether reading is paused because the store is behind.
   var readingPaused: Bool { core.readingPaused }
 
-  /// Creates the link; `start()` connects.
+  /// Creates the link; `start()` connects. The dialect is the one the settings name, unless
+  /// `dialect` gives another (a test's).
   public init(
     loop: EventLoop, resolver: Resolver, tlsContext: TLSContext?, settings: BackendSettings,
-    rooms: [RoomID], backend: any BackendProtocol, store: MessageStore, outbox: Outbox,
-    logger: Logger
+    rooms: [RoomID], store: MessageStore, outbox: Outbox, logger: Logger,
+    dialect: (any BackendProtocol)? = nil
   ) throws(SystemError) {
     self.loop = loop
     self.resolver = resolver
@@ -104,10 +105,11 @@ public final class BackendLink: WebSocketClientDelegate {
     self.store = store
     self.outbox = outbox
     self.logger = logger
-    ownFramesAreJSON = backend.framesAreSingleLineJSON
-    core = LinkCore(settings: settings.link, rooms: rooms, backend: backend)
+    core = LinkCore(settings: settings.link, rooms: rooms, backend: dialect)
+    ownFramesAreJSON = core.framesAreSingleLineJSON
     for timer in LinkTimer.allCases {
-      let accuracy: Microseconds = timer == .retry || timer == .keepalive ? 10_000 : 1000
+      let accuracy: Duration =
+        timer == .retry || timer == .keepalive ? .milliseconds(10) : .milliseconds(1)
       timers.append(
         try loop.makeTimer(accuracy: accuracy) { [unowned self] in
           self.feed(.timerFired(timer))
@@ -148,22 +150,12 @@ public final class BackendLink: WebSocketClientDelegate {
     feed(.pingRequested(id: nextPingID))
   }
 
-  /// Applies new settings: keepalive, backoff, rooms and the dialect's names live; a new URL,
-  /// header, token, proxy, subprotocol, compression or size limit by reconnecting.
-  public func apply(
-    settings new: BackendSettings, rooms: [RoomID], tlsContext: TLSContext?,
-    backend: any BackendProtocol
-  ) {
-    let needsReconnect = settings.needsReconnect(for: new)
-    // A dialect with per-connection state (Socket.IO's ack ids) is replaced only together with
-    // its connection; a stateless one takes new names at once.
-    let keepsDialect =
-      (new.socketIO != nil || new.mqtt != nil || new.stomp != nil) && !needsReconnect
+  /// Applies new settings; the core decides what applies live and what reconnects.
+  public func apply(settings new: BackendSettings, rooms: [RoomID], tlsContext: TLSContext?) {
     settings = new
     self.tlsContext = tlsContext
-    ownFramesAreJSON = backend.framesAreSingleLineJSON
-    feed(.reload(new.link, rooms: rooms, backend: keepsDialect ? nil : backend))
-    if needsReconnect { feed(.reconnect(reason: "configuration changed")) }
+    feed(.reload(new.link, rooms: rooms))
+    ownFramesAreJSON = core.framesAreSingleLineJSON
   }
 
   /// Closes with 1001 and calls `completion` once the connection is down (bounded by the

@@ -1,4 +1,5 @@
 import LinkCore
+
 /// One metric family of the OpenMetrics exposition: its name, type, unit, help and samples.
 ///
 /// The name is the family's: without `_total` (a counter's sample adds it) and ending in the

@@ -13,7 +13,7 @@ public final class MetricsServer {
   /// The most connections open at once.
   public static let maxConnections = 4
   /// How long a connection may take to send its request.
-  public static let idleTimeout: Microseconds = 5_000_000
+  public static let idleTimeout = Duration.seconds(5)
 
   private let loop: EventLoop
   private var listener: TCPListener?

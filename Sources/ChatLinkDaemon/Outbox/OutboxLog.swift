@@ -1,5 +1,6 @@
 import JSON
 import LinkCore
+
 /// What the outbox log (`outbox.jsonl`) holds, replayed from its bytes at start-up.
 ///
 /// The log is JSON lines: `add` (an accepted message with its count), `batch` (messages

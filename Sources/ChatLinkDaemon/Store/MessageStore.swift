@@ -99,11 +99,11 @@ public final class MessageStore {
     // the first write reaches it; READY does not wait for that.
     let log = self.log
     disk.submit({ log.index.prepare(file: log.current, chunk: []) }, completion: { _ in })
-    syncTimer = try loop.makeTimer(accuracy: 1000) { [unowned self] in self.flush() }
+    syncTimer = try loop.makeTimer(accuracy: .milliseconds(1)) { [unowned self] in self.flush() }
     spare = try SpareBuffer(loop: loop) { [unowned self] in
       if self.buffer.isEmpty { self.buffer = [] }
     }
-    retryTimer = try loop.makeTimer(accuracy: 50_000) { [unowned self] in
+    retryTimer = try loop.makeTimer(accuracy: .milliseconds(50)) { [unowned self] in
       self.retryPending = false
       self.syncRetryPending = false
       self.flush()
@@ -193,6 +193,8 @@ public final class MessageStore {
   /// at one window per SyncIntervalMSec. The interval stays the longest wait; group commit
   /// still happens, since records arriving during one fsync share the next.
   public var syncPromptly = false
+  /// How soon a failed write or fsync is tried again.
+  static let retryInterval = Duration.seconds(1)
   /// After a failed write, the next attempt waits for the retry timer (once a second), not
   /// for the next record: a full disk must not cost a failing write per inbound message.
   private var retryPending = false
@@ -326,7 +328,7 @@ public final class MessageStore {
       writeError = error
       updateHealth()
       retryPending = true
-      retryTimer?.schedule(after: 1_000_000)
+      retryTimer?.schedule(after: Self.retryInterval)
       return
     }
     flush()
@@ -366,7 +368,7 @@ public final class MessageStore {
     syncError = error
     updateHealth()
     syncRetryPending = true
-    retryTimer?.schedule(after: 1_000_000)
+    retryTimer?.schedule(after: Self.retryInterval)
   }
 
   private func madeDurable(through target: UInt64) {

@@ -4,43 +4,26 @@ import Transport
 import WebSocket
 import WebSocketClient
 
-/// How `BackendLink` connects, and the link core's settings, from a validated configuration.
+/// The link's settings from a validated configuration: what the link core needs (the
+/// upgrade, the dialect, the keepalive and backoff) and how `BackendLink` reaches the backend.
 public struct BackendSettings: Sendable {
-  /// The backend.
-  public var url: WebSocketURL
-  /// Handshake headers, the Authorization header with the token included.
-  public var headers: HTTPHeaders
-  /// Subprotocols to offer.
-  public var subprotocols: [String]
-  /// Offer permessage-deflate.
-  public var compression: Bool
-  /// The largest inbound message accepted.
-  public var maxMessageSize: Int
   /// Time allowed for DNS, TCP, TLS and the upgrade together.
   public var connectTimeout: Duration
   /// The HTTP CONNECT proxy: Proxy= or, when unset, https_proxy/http_proxy and no_proxy.
   public var proxy: ProxyAddress?
-  /// What the link core needs.
+  /// What the link core needs, the upgrade and the dialect included.
   public var link: LinkSettings
-  /// The Socket.IO dialect's settings, the token in its auth object (Protocol=socketio only).
-  public var socketIO: SocketIOProtocol.Settings?
-  /// The MQTT dialect's settings, the token as its password (Protocol=mqtt only).
-  public var mqtt: MQTTProtocol.Settings?
-  /// The STOMP dialect's settings, the token as its passcode (Protocol=stomp only).
-  public var stomp: STOMPProtocol.Settings?
+
+  /// The backend.
+  public var url: WebSocketURL { link.url }
+  /// Handshake headers, the Authorization header with the token included.
+  public var headers: HTTPHeaders { link.upgrade.headers }
 
   /// Takes the settings of a validated configuration (whose URL is `url`), plus the token
   /// (never logged).
   public init(_ c: Configuration, url configured: WebSocketURL, token: String?) {
     let url =
       c.chatProtocol == .socketio ? SocketIOProtocol.endpoint(for: configured) : configured
-    self.url = url
-    var headers = HTTPHeaders(c.headers)
-    if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-    self.headers = headers
-    subprotocols = c.subprotocols
-    compression = c.compression
-    maxMessageSize = c.maxMessageSize
     connectTimeout = c.connectTimeout
     if let configured = c.proxy {
       proxy = ProxyAddress(url: configured)
@@ -50,23 +33,40 @@ public struct BackendSettings: Sendable {
     link = LinkSettings(
       url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
       reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
-    if c.chatProtocol == .mqtt {
-      mqtt = Self.mqtt(c, token: token)
+    var headers = HTTPHeaders(c.headers)
+    if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+    link.upgrade.headers = headers
+    link.upgrade.subprotocols = c.subprotocols
+    link.upgrade.compression = c.compression
+    link.upgrade.maxMessageSize = c.maxMessageSize
+    link.upgrade.proxy = proxy?.description
+    link.dialect = Self.dialect(c, token: token)
+    switch link.dialect {
+    case .mqtt:
       // PINGREQ is the keepalive: sent every KeepAliveSec=, as promised to the broker.
       link.pingInterval = c.mqttKeepAlive
-    }
-    if c.chatProtocol == .stomp {
-      stomp = Self.stomp(c, token: token)
+    case .stomp:
       // Our heart-beats go out on the keepalive's interval: HeartBeatMSec=, as CONNECT offers.
       if c.stompHeartBeat > .zero { link.pingInterval = c.stompHeartBeat }
+    case .envelope, .raw, .socketIO:
+      break
     }
-    if c.chatProtocol == .socketio {
+  }
+
+  /// The dialect Protocol= names, with its settings.
+  private static func dialect(_ c: Configuration, token: String?) -> DialectSettings {
+    switch c.chatProtocol {
+    case .envelope: return .envelope(c.envelope, sender: c.sender)
+    case .raw: return .raw
+    case .mqtt: return .mqtt(mqtt(c, token: token))
+    case .stomp: return .stomp(stomp(c, token: token))
+    case .socketio:
       var dialect = SocketIOProtocol.Settings()
       dialect.namespace = c.socketIONamespace
       dialect.auth = SocketIOProtocol.authPayload(c.socketIOAuth, token: token)
       dialect.names = c.envelope
       dialect.sender = c.sender
-      socketIO = dialect
+      return .socketIO(dialect)
     }
   }
 
@@ -106,30 +106,16 @@ public struct BackendSettings: Sendable {
     return instance.map { host + "-" + $0.name } ?? host
   }
 
-  /// The dialect for these settings.
-  func makeBackend(_ c: Configuration) -> any BackendProtocol {
-    if let socketIO { return SocketIOProtocol(socketIO) }
-    if let mqtt { return MQTTProtocol(mqtt) }
-    if let stomp { return STOMPProtocol(stomp) }
-    return c.chatProtocol == .raw
-      ? RawProtocol() : EnvelopeProtocol(names: c.envelope, sender: c.sender)
-  }
-
-  /// Whether going from `self` to `new` needs a new connection (what the upgrade carried).
-  func needsReconnect(for new: BackendSettings) -> Bool {
-    new.url != url || new.headers != headers || new.proxy != proxy
-      || new.subprotocols != subprotocols || new.compression != compression
-      || new.maxMessageSize != maxMessageSize || new.socketIO != socketIO || new.mqtt != mqtt
-      || new.stomp != stomp
-  }
-
   /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.
   func clientConfiguration(offering extra: [String]) -> WebSocketClient.Configuration {
-    WebSocketClient.Configuration(
-      url: url, headers: headers,
-      subprotocols: subprotocols + extra.filter { !subprotocols.contains($0) },
-      deflate: compression ? PerMessageDeflateOptions() : nil,
-      limits: ClientConnection.Limits(maxFrameSize: maxMessageSize, maxMessageSize: maxMessageSize),
-      connectTimeout: connectTimeout.wholeMicroseconds, closeTimeout: 3_000_000, proxy: proxy)
+    let upgrade = link.upgrade
+    return WebSocketClient.Configuration(
+      url: url, headers: upgrade.headers,
+      subprotocols: upgrade.subprotocols + extra.filter { !upgrade.subprotocols.contains($0) },
+      deflate: upgrade.compression ? PerMessageDeflateOptions() : nil,
+      limits: ClientConnection.Limits(
+        maxFrameSize: upgrade.maxMessageSize, maxMessageSize: upgrade.maxMessageSize),
+      connectTimeout: connectTimeout.loopMicroseconds,
+      closeTimeout: Duration.seconds(3).loopMicroseconds, proxy: proxy)
   }
 }

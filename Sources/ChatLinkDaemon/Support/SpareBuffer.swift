@@ -1,30 +1,5 @@
 import EventLoop
 
-/// Bytes handed to the disk thread and back, so that a writer that stays busy refills the
-/// same memory instead of growing a fresh buffer for every write.
-///
-/// The daemon keeps glibc's mmap threshold low (see `Memory`), so each fresh buffer of a
-/// burst is a new mapping whose pages fault in one by one as it fills, and are unmapped when
-/// it is freed: a cost paid again for every write of a stream of sends (README
-/// "Performance", on `chatlinkctl send -`).
-/// The box is what the disk job holds; taking the bytes out leaves the taken array the only
-/// owner of its storage, so it can be emptied and refilled without a copy.
-final class HandedBytes: @unchecked Sendable {
-  // @unchecked: the loop fills it, the disk job reads it, the completion takes it back; the
-  // worker's queue orders those three, and nothing touches it concurrently.
-  private(set) var bytes: [UInt8]
-
-  init(_ bytes: [UInt8]) {
-    self.bytes = bytes
-  }
-
-  /// The bytes, leaving the box empty.
-  func take() -> [UInt8] {
-    defer { bytes = [] }
-    return bytes
-  }
-}
-
 /// The memory of a writer's last disk write, kept for its next one for as long as writes keep
 /// coming, and given back a second after the last.
 final class SpareBuffer {
@@ -36,12 +11,12 @@ final class SpareBuffer {
   /// resident in full from the start where a fresh buffer becomes resident only as it fills.
   static let limit = 1 << 20
   /// How long a spare outlives the last write.
-  static let keepFor: Microseconds = 1_000_000
+  static let keepFor = Duration.seconds(1)
 
   /// `onRelease` runs when the spare is given back: the owner drops its own buffer's memory
   /// too, if that is empty (it may have been the spare of the write before).
   init(loop: EventLoop, onRelease: @escaping () -> Void) throws(SystemError) {
-    releaseTimer = try loop.makeTimer(accuracy: 100_000) { [unowned self] in
+    releaseTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { [unowned self] in
       self.spare = []
       onRelease()
     }
