@@ -5,8 +5,8 @@ import EventLoop
 ///
 /// The daemon keeps glibc's mmap threshold low (see `Memory`), so each fresh buffer of a
 /// burst is a new mapping whose pages fault in one by one as it fills, and are unmapped when
-/// it is freed: a cost paid again for every write of a stream of sends (README
-/// "Performance", on `chatlinkctl send -`).
+/// it is freed: a cost paid again for every write of a stream of sends (bench/README.md,
+/// on `chatlinkctl send -`).
 /// The box is what the disk job holds; taking the bytes out leaves the taken array the only
 /// owner of its storage, so it can be emptied and refilled without a copy.
 final class HandedBytes: @unchecked Sendable {
