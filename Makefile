@@ -91,8 +91,8 @@ deb: setup
 e2e:
 	Tests/e2e/run.sh
 
-# The inbound path by stage (ns per message, bench/stages.py) and perf's hot spots, for README
-# "Performance": release binaries as the bench builds them, then bench/profile.sh flood.
+# The inbound path by stage (ns per message, bench/stages.py) and perf's hot spots, for
+# bench/README.md: release binaries as the bench builds them, then bench/profile.sh flood.
 profile: setup-test
 	RELEASE_SCRATCH=.cache/bench/build scripts/build-release.sh .cache/bench/build/bin chatlinkd chatlinkctl chatlink-devserver
 	bench/profile.sh flood

@@ -1,5 +1,5 @@
 """Splits a perf profile of chatlinkd's inbound flood into the stages of the inbound path, as
-nanoseconds of CPU per message: the table README "Performance" keeps, remade by `make profile`.
+nanoseconds of CPU per message: the table bench/README.md keeps, remade by `make profile`.
 
     perf script -i perf.data | swift demangle --simplified | stages.py MESSAGES CPU_SECONDS
 

@@ -10,7 +10,7 @@
 # It is started once per command, often from scripts, and a dynamic executable spends most of
 # its short run in the kernel's exec, the dynamic loader and libstdc++'s start-up; the
 # static PIE needs no dynamic loader and keeps ASLR (a plain -static build would start a
-# little faster still, at the price of fixed addresses; README "Performance" has the
+# little faster still, at the price of fixed addresses; bench/README.md has the
 # figures). chatlinkctl calls nothing that glibc can only provide through dlopen (NSS,
 # iconv); chatlinkd resolves host names and group names, so it stays dynamic.
 #
@@ -30,7 +30,7 @@ mkdir -p "$dest"
 # Every product: lld, and DT_RELR (glibc 2.36): the statically linked Swift runtime brings many
 # relative relocations, which the dynamic loader would otherwise read from a large table at
 # every start; packed as a bitmap the table is small, so a daemon starts with fewer pages
-# resident (its peak RSS is its start-up's; README "Performance" has the figures).
+# resident (its peak RSS is its start-up's; bench/README.md has the figures).
 relr=(
   -Xswiftc -use-ld=lld
   -Xlinker -z -Xlinker pack-relative-relocs

@@ -8,7 +8,7 @@ import COpenSSL
 ///
 /// A ws:// daemon never needs TLS, yet a linked OpenSSL costs every daemon at start-up: the
 /// dynamic loader maps both libraries and applies their relocations before `main`, which
-/// costs resident memory and the larger part of the loader's time (README "Performance" has
+/// costs resident memory and the larger part of the loader's time (bench/README.md has
 /// the figures). A library the daemon may never use is better loaded when it is first
 /// needed: then that cost falls on wss:// daemons alone.
 ///

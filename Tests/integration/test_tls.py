@@ -2,7 +2,7 @@
 
 chatlinkd does not link libssl and libcrypto (Transport/OpenSSLLibrary.swift): the dynamic
 loader would map and relocate both before main, resident memory that a ws:// daemon never
-uses (README "Performance" has the figure). The backend here is Tests/Fixtures/ws_server.py
+uses (bench/README.md has the figure). The backend here is Tests/Fixtures/ws_server.py
 with Python's ssl module.
 """
 
