@@ -106,7 +106,7 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// `appendLine` with the payload given as its bytes (a frame read where it lies) and kind.
   /// Not inlined into the store's `append`: a profile then tells formatting from bookkeeping
-  /// (`make profile`'s stages), as it did when the payload was a `Message`.
+  /// (`make profile`'s stages).
   @inline(never)
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
