@@ -112,7 +112,8 @@ let package = Package(
       ],
       swiftSettings: strict),
     .testTarget(
-      name: "ChatLinkClientTests", dependencies: ["ChatLinkClient", "ChatLinkAPI", "TestSupport"],
+      name: "ChatLinkClientTests",
+      dependencies: ["ChatLinkClient", "ChatLinkAPI", "Varlink", "JSON", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "ChatLinkCommandsTests",

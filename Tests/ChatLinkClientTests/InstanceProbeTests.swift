@@ -2,6 +2,7 @@ import ChatLinkAPI
 import ChatLinkClient
 @preconcurrency import Glibc
 import TestSupport
+import Varlink
 import XCTest
 
 /// Finding a runtime directory's control sockets and asking each for its status.
@@ -69,6 +70,31 @@ final class InstanceProbeTests: XCTestCase {
       reports[0].json.description,
       #"{"instance":"gone","socket":"\#(directory.path)/gone.sock","reachable":false,"#
         + #""problem":"not_running","error":"not running (nothing listens on the socket)"}"#)
+  }
+
+  func testADaemonThatAnswersIsReachableWithItsStatusAsItCame() throws {
+    let status = try XCTUnwrap(report("prod", .open, outbox: 3).status)
+    let daemon = try FakeDaemon(["GetStatus": .object(["status": status.json])])
+    let probed = InstanceProbe.probe(instance: "prod", socket: daemon.path, timeout: .seconds(5))
+    XCTAssertEqual(probed.status, status)
+    XCTAssertNil(probed.problem)
+    XCTAssertNil(probed.error)
+  }
+
+  func testADaemonThatRefusesThisUserIsPermissionDenied() throws {
+    let daemon = try FakeDaemon { _ in [VarlinkReply(.permissionDenied)] }
+    let probed = InstanceProbe.probe(instance: nil, socket: daemon.path, timeout: .seconds(5))
+    XCTAssertEqual(probed.problem, .permissionDenied)
+    XCTAssertEqual(
+      probed.error, "permission denied (join the socket's group, e.g. chatlink)")
+  }
+
+  func testAnAnswerThatIsNotAStatusIsAFailureSayingWhy() throws {
+    let daemon = try FakeDaemon(["GetStatus": json(#"{"status":{"state":5}}"#)])
+    let probed = InstanceProbe.probe(instance: "odd", socket: daemon.path, timeout: .seconds(5))
+    XCTAssertEqual(probed.problem, .failed)
+    XCTAssertEqual(
+      probed.error, "unexpected answer from chatlinkd: status.state must be a string")
   }
 
   func testTheJSONLineOfAReachableInstanceCarriesItsStatus() {
