@@ -128,7 +128,9 @@ let package = Package(
       swiftSettings: strict),
     .testTarget(
       name: "WebSocketClientTests",
-      dependencies: ["WebSocketClient", "WebSocket", "Transport", "EventLoop", "TestSupport"],
+      dependencies: [
+        "WebSocketClient", "WebSocket", "Transport", "EventLoop", "JSON", "TestSupport",
+      ],
       swiftSettings: strict),
   ]
 )

@@ -14,13 +14,17 @@ public final class TestBackend {
   public var received: [String] { connections.flatMap(\.received) }
   /// Called with each text frame as it arrives.
   public var onText: ((String) -> Void)?
+  /// While false, connections accepted play dead from the start: no upgrade ever comes.
+  public var answersUpgrades = true
 
   /// Listens on 127.0.0.1, on a port of the kernel's choosing.
   public init(loop: EventLoop) throws {
     var accept: ((SocketStream) -> Void)?
     listener = try Listener(loop: loop, host: "127.0.0.1", port: 0) { accept?($0) }
     accept = { [unowned self] stream in
-      self.connections.append(Connection(backend: self, stream: stream))
+      let connection = Connection(backend: self, stream: stream)
+      connection.playsDead = !self.answersUpgrades
+      self.connections.append(connection)
     }
   }
 
@@ -42,6 +46,8 @@ public final class TestBackend {
     private var session: FrameSession?
     /// The text frames received on this connection, in order.
     public private(set) var received: [String] = []
+    /// The payloads of the pongs received, in order.
+    public private(set) var pongs: [[UInt8]] = []
     /// Whether the connection is over (closed by either side).
     public private(set) var isClosed = false
     /// While true, nothing the client sends is read: no upgrade, no pongs, no close replies.
@@ -64,6 +70,13 @@ public final class TestBackend {
     public func sendTogether(_ texts: [String]) {
       guard let session else { return }
       for text in texts { try? session.send(.text(Array(text.utf8))) }
+      stream.write(session.takeOutbound())
+    }
+
+    /// Sends a ping.
+    public func ping(_ payload: [UInt8]) {
+      guard let session else { return }
+      try? session.ping(payload)
       stream.write(session.takeOutbound())
     }
 
@@ -100,6 +113,7 @@ public final class TestBackend {
           received.append(text)
           backend.onText?(text)
         }
+        if case .pong(let payload) = event { pongs.append(payload) }
         if case .closed = event {
           stream.write(session.takeOutbound())
           stream.close()

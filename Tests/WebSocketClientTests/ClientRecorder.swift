@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 import WebSocketClient
 
@@ -5,6 +6,11 @@ import WebSocketClient
 final class ClientRecorder: WebSocketClientDelegate {
   var opened: ClientHandshake.Result?
   var messages: [Message] = []
+  /// The client's `receivedAt` as each message was delivered.
+  var receiveTimes: [Timestamp] = []
+  var pings: [[UInt8]] = []
+  var pongs: [[UInt8]] = []
+  var progress: [WebSocketClient.Progress] = []
   var disconnect: WebSocketClient.Disconnect?
   var onOpen: ((WebSocketClient) -> Void)?
 
@@ -14,6 +20,16 @@ final class ClientRecorder: WebSocketClientDelegate {
   }
   func webSocket(_ client: WebSocketClient, didReceive message: consuming Message) {
     messages.append(message)
+    receiveTimes.append(client.receivedAt)
+  }
+  func webSocket(_ client: WebSocketClient, didReceivePing payload: [UInt8]) {
+    pings.append(payload)
+  }
+  func webSocket(_ client: WebSocketClient, didReceivePong payload: [UInt8]) {
+    pongs.append(payload)
+  }
+  func webSocket(_ client: WebSocketClient, didReach progress: WebSocketClient.Progress) {
+    self.progress.append(progress)
   }
   func webSocket(_ client: WebSocketClient, didDisconnect reason: WebSocketClient.Disconnect) {
     disconnect = reason
