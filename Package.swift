@@ -83,29 +83,54 @@ let package = Package(
       dependencies: ["LinkCore", "JSON", "WebSocket", "Transport", "EventLoop"],
       swiftSettings: strict),
 
+    // What the Swift test targets share: a deterministic generator (SplitMix64), loop
+    // spinning, temporary directories, a JSON literal helper, a WebSocket backend on loopback
+    // (TestBackend) and a stand-in control socket (FakeDaemon). A regular target so test
+    // targets can import it; only test targets may depend on it (scripts/check-imports.py),
+    // so it is never linked into a product.
+    .target(
+      name: "TestSupport",
+      dependencies: ["EventLoop", "Transport", "WebSocket", "Varlink", "JSON"],
+      path: "Tests/TestSupport", swiftSettings: strict),
+
+    .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
     .testTarget(
-      name: "WebSocketTests", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
+      name: "WebSocketTests", dependencies: ["WebSocket", "JSON", "TestSupport"],
+      swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(
-      name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON"], swiftSettings: strict),
+      name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON", "TestSupport"],
+      swiftSettings: strict),
     .testTarget(
-      name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON"],
+      name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "ChatLinkDaemonTests",
       dependencies: [
         "ChatLinkDaemon", "ChatLinkAPI", "Varlink", "LinkCore", "JSON", "WebSocket",
-        "WebSocketClient", "Transport", "EventLoop",
+        "Transport", "EventLoop", "TestSupport",
       ],
       swiftSettings: strict),
     .testTarget(
-      name: "ChatLinkCommandsTests",
-      dependencies: ["ChatLinkCommands", "ChatLinkClient", "ChatLinkAPI", "Varlink", "JSON"],
+      name: "ChatLinkClientTests",
+      dependencies: ["ChatLinkClient", "ChatLinkAPI", "Varlink", "JSON", "TestSupport"],
       swiftSettings: strict),
-    .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
     .testTarget(
-      name: "TransportTests",
-      dependencies: ["Transport", "WebSocketClient", "WebSocket", "EventLoop"],
+      name: "ChatLinkCommandsTests",
+      dependencies: [
+        "ChatLinkCommands", "ChatLinkClient", "ChatLinkAPI", "Varlink", "JSON", "TestSupport",
+      ],
+      swiftSettings: strict),
+    .testTarget(
+      name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "TransportTests", dependencies: ["Transport", "EventLoop", "TestSupport"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "WebSocketClientTests",
+      dependencies: [
+        "WebSocketClient", "WebSocket", "Transport", "EventLoop", "JSON", "TestSupport",
+      ],
       swiftSettings: strict),
   ]
 )

@@ -1,5 +1,5 @@
 // What every fuzzer needs besides its own checks; scripts/fuzz.sh compiles this file into each
-// of them.
+// of them, with Tests/TestSupport/SplitMix64.swift (the deterministic generator).
 
 import Glibc
 
@@ -28,25 +28,11 @@ func hex(_ bytes: some Collection<UInt8>, limit: Int = 96) -> String {
   return String(decoding: out, as: UTF8.self) + (bytes.count > limit ? "…" : "")
 }
 
-/// SplitMix64: deterministic masking keys, handshake keys, chunk sizes and actions.
-struct FuzzRandom: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-  mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
-}
-
 /// Splits `total` bytes into chunk sizes chosen by `seed`; the sizes add up to `total`.
 func chunkSizes(total: Int, seed: UInt8) -> [Int] {
   if seed == 0 || total == 0 { return [total] }
   if seed == 1 { return [Int](repeating: 1, count: total) }
-  var random = FuzzRandom(seed: UInt64(seed) &* 0x1000_0001)
+  var random = SplitMix64(seed: UInt64(seed) &* 0x1000_0001)
   var sizes: [Int] = []
   var left = total
   while left > 0 {

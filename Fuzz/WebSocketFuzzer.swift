@@ -625,7 +625,7 @@ func connectionSetup(_ config: FuzzConfig) -> ConnectionSetup {
       offerClientNoContextTakeover: config.bit(a, 2),
       compressionThreshold: config.bit(a, 3) ? 0 : 32, compressionLevel: Int32(b % 10))
   }
-  var random = FuzzRandom(seed: 7)
+  var random = SplitMix64(seed: 7)
   let url = try! WebSocketURL(parsing: "ws://127.0.0.1:9001/fuzz?x=1")
   let handshake = try! ClientHandshake(url: url, deflate: deflate, random: &random)
   let mixedCase = config.bit(config.flagsC, 6)
@@ -678,13 +678,13 @@ func connectionPipeline(
   _ setup: ConnectionSetup, _ stream: [UInt8], chunks: [Int], glue: Bool, config: FuzzConfig?
 ) -> (events: [ClientConnection.Event], outbound: [UInt8]) {
   let connection = ClientConnection(
-    handshake: setup.handshake, limits: setup.limits, random: FuzzRandom(seed: 9))
+    handshake: setup.handshake, limits: setup.limits, random: SplitMix64(seed: 9))
   require(connection.state == .handshaking, "a new connection is not handshaking")
   require(connection.takeOutbound() == setup.handshake.requestBytes, "request bytes differ")
   let server = PeerView(deflate: setup.deflateNegotiated)
   var events: [ClientConnection.Event] = []
   var outbound: [UInt8] = []
-  var actions = FuzzRandom(seed: UInt64(config?.chunkSeed ?? 0) | 0x5500)
+  var actions = SplitMix64(seed: UInt64(config?.chunkSeed ?? 0) | 0x5500)
   let frequency = config.map { 1 + Int($0.flagsC >> 4) & 3 } ?? 1
   var finished = false  // a .closed or .handshakeFailed event was seen
   var transportGone = false
@@ -906,7 +906,7 @@ func runHTTP(_ config: FuzzConfig, _ input: [UInt8]) {
       clientMaxWindowBits: clientBits)
   }
   let subprotocols = config.bit(a, 0) ? ["chat", "superchat"] : []
-  var random = FuzzRandom(seed: UInt64(config.flagsC))
+  var random = SplitMix64(seed: UInt64(config.flagsC))
   let url = try! WebSocketURL(parsing: "wss://[::1]:8443/")
   let handshake = try! ClientHandshake(
     url: url, subprotocols: subprotocols, deflate: deflate, random: &random)
@@ -985,7 +985,7 @@ func runHTTP(_ config: FuzzConfig, _ input: [UInt8]) {
     handshake: handshake,
     limits: ClientConnection.Limits(
       maxFrameSize: 4096, maxMessageSize: 4096, maxResponseHeadSize: limit),
-    random: FuzzRandom(seed: 3))
+    random: SplitMix64(seed: 3))
   _ = connection.takeOutbound()
   connection.receive(bytes)
   let firstEvent = connection.nextEvent()
@@ -1096,7 +1096,7 @@ func runDeflateRoundTrip(_ config: FuzzConfig, _ bytes: [UInt8]) {
   let deflater = try! MessageDeflater.make(
     windowBits: windowBits, noContextTakeover: deflaterResets, level: Int32(config.flagsB % 10))
   let inflater = try! MessageInflater.make(noContextTakeover: inflaterResets)
-  var pieces = FuzzRandom(seed: UInt64(config.flagsC))
+  var pieces = SplitMix64(seed: UInt64(config.flagsC))
   var offset = 0
   for size in chunkSizes(total: bytes.count, seed: config.chunkSeed).prefix(64) {
     let message = Array(bytes[offset..<(offset + size)])

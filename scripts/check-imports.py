@@ -8,7 +8,9 @@ The module edges are the architecture (ARCHITECTURE.md, "Layers"): an import tha
 because another target re-exports or happens to load a module hides an edge, and a declared
 dependency nobody imports is an edge that is not there. Imports of modules that are not this
 package's targets (Glibc, Synchronization, XCTest, ...) are not checked. A system-library
-target listed in `LINK_ONLY` may be declared for its link flags without being imported.
+target listed in `LINK_ONLY` may be declared for its link flags without being imported. A
+target in `TEST_ONLY` is for test targets alone: any other target that depends on it would link
+it into a product.
 """
 import json
 import pathlib
@@ -17,6 +19,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Helpers for the test targets (Tests/TestSupport): never part of what ships.
+TEST_ONLY = {"TestSupport"}
 IMPORT = re.compile(r"^\s*(?:@[\w()]+\s+)*import\s+(?:(?:struct|class|enum|func|var|let|protocol|typealias)\s+)?(\w+)", re.M)
 
 
@@ -35,6 +39,9 @@ def main() -> int:
             for kind in ("byName", "target"):
                 if kind in dependency:
                     declared.add(dependency[kind][0])
+        for module in sorted(declared & TEST_ONLY):
+            if target["type"] != "test":
+                problems.append(f"{name}: depends on {module}, which only test targets may")
         base = "Tests" if target["type"] == "test" else "Sources"
         directory = ROOT / (target.get("path") or f"{base}/{name}")
         imported = {}

@@ -61,6 +61,10 @@
 #    second run builds nothing; a fresh checkout builds everything (about a minute).
 #  - The config fuzzer embeds config/chatlinkd.conf (generated .build/fuzz/gen/Shipped.swift)
 #    for its "uncommented defaults are the defaults" oracle.
+#  - Tests/TestSupport/SplitMix64.swift, the tests' deterministic generator, is compiled into
+#    every fuzzer as a source file (it imports nothing). The TestSupport module is not built:
+#    it imports XCTest (and with it Foundation) and the loop, transport and WebSocket targets,
+#    which no fuzzer needs and which would put a second WebSocket beside websocket's own copy.
 #  - -parse-as-library: without it the fuzzer file would be treated as top-level code and
 #    Swift would emit its own `main`, clashing with libFuzzer's.
 #  - -sanitize=fuzzer,address: swiftc adds the coverage instrumentation and links
@@ -251,6 +255,7 @@ build_fuzzer() {
     generate_shipped_config
     inputs+=("$GEN/Shipped.swift")
   fi
+  inputs+=(Tests/TestSupport/SplitMix64.swift)
   mapfile -t imports < <(imports_of "${inputs[@]}" | grep -vx "${flat:-}" || true)
   for target in "${imports[@]}"; do
     build_module "$target"

@@ -1,5 +1,6 @@
 import ChatLinkAPI
 import JSON
+import TestSupport
 import XCTest
 
 final class DaemonStatusTests: XCTestCase {
@@ -110,9 +111,5 @@ final class DaemonStatusTests: XCTestCase {
     XCTAssertThrowsError(try GetStatusReply(json: json(#"{"status":{"state":7}}"#))) { error in
       XCTAssertEqual("\(error)", "status.state must be a string")
     }
-  }
-
-  private func json(_ text: String) -> JSONValue {
-    (try? JSONValue.parse(text)) ?? .null
   }
 }

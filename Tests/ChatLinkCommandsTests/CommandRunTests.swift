@@ -1,6 +1,7 @@
 import ChatLinkCommands
 import Foundation
 import JSON
+import TestSupport
 import Varlink
 import XCTest
 

@@ -2,6 +2,7 @@ import ChatLinkClient
 import ChatLinkCommands
 @preconcurrency import Glibc
 import JSON
+import TestSupport
 import Varlink
 import XCTest
 

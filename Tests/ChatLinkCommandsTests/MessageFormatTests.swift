@@ -1,6 +1,7 @@
 import ChatLinkAPI
 import ChatLinkCommands
 import JSON
+import TestSupport
 import XCTest
 
 final class MessageFormatTests: XCTestCase {

@@ -1,5 +1,6 @@
 import ChatLinkAPI
 import ChatLinkCommands
+import TestSupport
 import XCTest
 
 final class ReceiptFormatTests: XCTestCase {

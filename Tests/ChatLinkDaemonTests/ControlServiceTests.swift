@@ -2,6 +2,7 @@ import ChatLinkAPI
 import EventLoop
 import JSON
 import LinkCore
+import TestSupport
 import Varlink
 import XCTest
 
@@ -16,10 +17,6 @@ final class ControlServiceTests: XCTestCase {
 
   override func setUpWithError() throws {
     fixture = try ControlFixture()
-  }
-
-  private func json(_ text: String) -> JSONValue {
-    (try? JSONValue.parse(text)) ?? .null
   }
 
   private func text(_ bytes: [UInt8]?) -> String {
@@ -330,22 +327,19 @@ final class ControlServiceTests: XCTestCase {
       client?.call(SubscribeMethod.self, SubscribeParameters(), more: true)
       _ = try client?.reply()
     }
-    func spin(until done: () -> Bool) throws {
-      for _ in 0..<500 where !done() { try fixture.loop.runOnce(timeout: 10_000) }
-    }
     // A second Subscribe on the same connection replaces its filter (its replies wait behind
     // the first stream's): still one subscriber.
     first?.call(SubscribeMethod.self, SubscribeParameters(room: "7"), more: true)
     let seven = ControlConnection.Subscription.room(RoomID("7")!)
-    try spin { fixture.server.all.contains { $0.subscription == seven } }
+    try spin(fixture.loop) { fixture.server.all.contains { $0.subscription == seven } }
     XCTAssertTrue(fixture.server.all.contains { $0.subscription == seven })
     XCTAssertEqual(fixture.server.subscriberCount, 2)
     first = nil
-    try spin { fixture.server.subscriberCount < 2 }
+    try spin(fixture.loop) { fixture.server.subscriberCount < 2 }
     XCTAssertEqual(fixture.server.subscriberCount, 1)
     XCTAssertTrue(fixture.service.hasSubscribers)
     second = nil
-    try spin { !fixture.service.hasSubscribers }
+    try spin(fixture.loop) { !fixture.service.hasSubscribers }
     XCTAssertEqual(fixture.server.subscriberCount, 0)
     XCTAssertFalse(fixture.service.hasSubscribers)
     // Told once when the first stream started and once when the last ended, not for the

@@ -3,6 +3,7 @@ import EventLoop
 @preconcurrency import Glibc
 import JSON
 import LinkCore
+import TestSupport
 import Varlink
 import XCTest
 

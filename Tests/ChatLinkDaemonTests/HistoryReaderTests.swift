@@ -3,6 +3,7 @@ import EventLoop
 import Foundation
 import JSON
 import LinkCore
+import TestSupport
 import WebSocket
 import XCTest
 

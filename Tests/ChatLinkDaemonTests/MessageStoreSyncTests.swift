@@ -2,6 +2,7 @@ import ChatLinkDaemon
 import EventLoop
 import Foundation
 @preconcurrency import Glibc
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -72,16 +73,15 @@ final class MessageStoreSyncTests: XCTestCase {
     append(store, "first")
     try spin(loop) { durable == 1 }
     // A trickle: one small record, nothing else; not synced before the interval.
-    var start = loop.now
     append(store, "small")
     try spin(loop) { store.writtenSeq == 2 }
-    while loop.now - start < 200_000 { try loop.runOnce(timeout: 20_000) }
+    try spin(loop, for: 200_000)
     XCTAssertEqual(durable, 1, "a small remainder was synced before the interval")
     try spin(loop) { durable == 2 }
     // A burst of more than a chunk, then a pause: synced long before the 400 ms interval.
     let record = String(repeating: "b", count: 1000)
     let chunkRecords = MessageStore.chunkSize / 1000 + 10
-    start = loop.now
+    let start = loop.now
     for _ in 0..<chunkRecords { append(store, record) }
     let last = UInt64(2 + chunkRecords)
     try spin(loop) { durable == last }

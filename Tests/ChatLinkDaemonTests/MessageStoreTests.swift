@@ -2,6 +2,7 @@ import ChatLinkDaemon
 import EventLoop
 import Foundation
 @preconcurrency import Glibc
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -303,8 +304,7 @@ final class MessageStoreTests: XCTestCase {
     // Nothing waits: the interval applies again.
     store.syncPromptly = false
     store.append(direction: .inbound, room: nil, payload: .text(Array("third".utf8)))
-    let quiet = loop.now
-    while loop.now - quiet < 300_000 { try loop.runOnce(timeout: 50_000) }
+    try spin(loop, for: 300_000)
     XCTAssertEqual(durable, 2, "a record nobody waits for is synced at the interval")
     XCTAssertEqual(seqs(), [1, 2, 3])
   }

@@ -4,6 +4,7 @@ import Foundation
 @preconcurrency import Glibc
 import JSON
 import LinkCore
+import TestSupport
 import XCTest
 
 final class OutboxTests: XCTestCase {

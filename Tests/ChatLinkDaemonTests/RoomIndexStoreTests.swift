@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 @preconcurrency import Glibc
 import LinkCore
+import TestSupport
 import WebSocket
 import XCTest
 

@@ -1,5 +1,6 @@
 import ChatLinkDaemon
 import Foundation
+import TestSupport
 import WebSocket
 import XCTest
 

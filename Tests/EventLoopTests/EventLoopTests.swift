@@ -1,19 +1,9 @@
 import EventLoop
 @preconcurrency import Glibc
+import TestSupport
 import XCTest
 
 final class EventLoopTests: XCTestCase {
-  /// Runs the loop until `done()` or a bounded number of iterations.
-  private func spin(_ loop: EventLoop, until done: () -> Bool, timeout: Microseconds = 2_000_000)
-    throws
-  {
-    let start = loop.now
-    while !done() {
-      try loop.runOnce(timeout: 50_000)
-      if loop.now - start > timeout { return XCTFail("timed out") }
-    }
-  }
-
   func testTimersFireOnceInDeadlineOrderAndCanBeRearmed() throws {
     let loop = try EventLoop()
     var fired: [String] = []

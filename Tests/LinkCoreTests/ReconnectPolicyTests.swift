@@ -1,4 +1,5 @@
 import LinkCore
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -8,7 +9,7 @@ final class ReconnectPolicyTests: XCTestCase {
   private func decide(_ outcome: ConnectionOutcome, failures: Int = 0)
     -> (ReconnectPolicy.Decision, Backoff)
   {
-    var backoff = Backoff(minimum: .seconds(1), maximum: .seconds(60), random: SeededRandom())
+    var backoff = Backoff(minimum: .seconds(1), maximum: .seconds(60), random: SplitMix64())
     for _ in 0..<failures { _ = backoff.nextDelay() }
     let decision = ReconnectPolicy.decide(outcome, backoff: &backoff)
     return (decision, backoff)
@@ -126,7 +127,7 @@ final class ReconnectPolicyTests: XCTestCase {
     XCTAssertEqual(decision.delay, .seconds(10))
     XCTAssertEqual(backoff.failures, 1)
     // Unless ReconnectMaxSec= is shorter.
-    var short = Backoff(minimum: .seconds(1), maximum: .seconds(3), random: SeededRandom())
+    var short = Backoff(minimum: .seconds(1), maximum: .seconds(3), random: SplitMix64())
     XCTAssertLessThanOrEqual(
       ReconnectPolicy.decide(closed(.tryAgainLater), backoff: &short).delay, .seconds(3))
   }
@@ -170,7 +171,7 @@ final class ReconnectPolicyTests: XCTestCase {
   }
 
   func testBackoffGrowsAcrossConsecutiveFailuresUpToTheMaximum() {
-    var backoff = Backoff(minimum: .seconds(1), maximum: .seconds(8), random: SeededRandom())
+    var backoff = Backoff(minimum: .seconds(1), maximum: .seconds(8), random: SplitMix64())
     var delays: [Duration] = []
     for _ in 0..<6 {
       delays.append(

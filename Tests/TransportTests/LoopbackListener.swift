@@ -1,6 +1,5 @@
 import EventLoop
 @preconcurrency import Glibc
-import XCTest
 
 /// A TCP listener on loopback for tests, accepting on the loop.
 final class LoopbackListener {
@@ -64,21 +63,5 @@ final class LoopbackListener {
     watcher?.cancel()
     for client in accepted { close(client) }
     close(fd)
-  }
-}
-
-/// Spins `loop` until `done()` or the timeout.
-func spin(
-  _ loop: EventLoop, timeout: Microseconds = 5_000_000, file: StaticString = #filePath,
-  line: UInt = #line,
-  until done: () -> Bool
-) throws {
-  let start = loop.now
-  while !done() {
-    try loop.runOnce(timeout: 50_000)
-    if loop.now - start > timeout {
-      XCTFail("timed out", file: file, line: line)
-      return
-    }
   }
 }

@@ -1,5 +1,6 @@
 import EventLoop
 @preconcurrency import Glibc
+import TestSupport
 import Transport
 import XCTest
 

@@ -1,3 +1,4 @@
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -7,11 +8,11 @@ final class ClientConnectionTests: XCTestCase {
     extensions: String? = nil, limits: ClientConnection.Limits = ClientConnection.Limits(),
     deflate: PerMessageDeflateOptions? = PerMessageDeflateOptions(), trailing: [UInt8] = []
   ) throws -> ClientConnection {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     let handshake = try ClientHandshake(
       url: try WebSocketURL(parsing: "ws://127.0.0.1:9001/"), deflate: deflate, random: &random)
     let connection = ClientConnection(
-      handshake: handshake, limits: limits, random: SeededGenerator(seed: 9))
+      handshake: handshake, limits: limits, random: SplitMix64(seed: 9))
     XCTAssertEqual(connection.takeOutbound(), handshake.requestBytes)
     var response =
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -66,10 +67,10 @@ final class ClientConnectionTests: XCTestCase {
   }
 
   func testWriteOutboundHandsOverTheSameBytesInOrderAndEmptiesTheBuffer() throws {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     let handshake = try ClientHandshake(
       url: try WebSocketURL(parsing: "ws://127.0.0.1:9001/"), deflate: nil, random: &random)
-    let connection = ClientConnection(handshake: handshake, random: SeededGenerator(seed: 9))
+    let connection = ClientConnection(handshake: handshake, random: SplitMix64(seed: 9))
     var written: [UInt8] = []
     connection.writeOutbound { written += $0 }
     XCTAssertEqual(written, handshake.requestBytes, "the handshake request goes first")
@@ -308,7 +309,7 @@ final class ClientConnectionTests: XCTestCase {
   }
 
   func testHandshakeFailuresAreReportedOnce() throws {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     let handshake = try ClientHandshake(url: try WebSocketURL(parsing: "ws://h/"), random: &random)
     let connection = ClientConnection(handshake: handshake)
     _ = connection.takeOutbound()
@@ -321,7 +322,7 @@ final class ClientConnectionTests: XCTestCase {
   }
 
   func testConnectionClosedBeforeTheResponseIsAHandshakeFailure() throws {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     let handshake = try ClientHandshake(url: try WebSocketURL(parsing: "ws://h/"), random: &random)
     let connection = ClientConnection(handshake: handshake)
     guard case .handshakeFailed = connection.transportClosed() else { return XCTFail() }

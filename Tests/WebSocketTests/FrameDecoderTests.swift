@@ -1,3 +1,4 @@
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -236,7 +237,7 @@ final class FrameDecoderTests: XCTestCase {
   }
 
   func testServerSessionAcceptsMaskedTextSplitAtEveryByteAndRejectsMaskedInvalidUTF8() throws {
-    var encoder = FrameEncoder(masking: SeededGenerator())
+    var encoder = FrameEncoder(masking: SplitMix64())
     var valid: [UInt8] = []
     encoder.encode(opcode: .text, payload: Array("κόσμε and more text".utf8), into: &valid)
     var invalid: [UInt8] = []

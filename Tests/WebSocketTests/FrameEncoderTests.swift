@@ -1,3 +1,4 @@
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -19,7 +20,7 @@ final class FrameEncoderTests: XCTestCase {
   }
 
   func testEncodedFramesRoundTripThroughAServerDecoderForEveryLengthClass() throws {
-    var encoder = FrameEncoder(masking: SeededGenerator())
+    var encoder = FrameEncoder(masking: SplitMix64())
     for length in [0, 5, 125, 126, 1000, 65535, 65536, 100_000] {
       let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
       var out: [UInt8] = []
@@ -34,8 +35,8 @@ final class FrameEncoderTests: XCTestCase {
   }
 
   func testMaskingIsDeterministicWithAnInjectedGenerator() {
-    var a = FrameEncoder(masking: SeededGenerator(seed: 7))
-    var b = FrameEncoder(masking: SeededGenerator(seed: 7))
+    var a = FrameEncoder(masking: SplitMix64(seed: 7))
+    var b = FrameEncoder(masking: SplitMix64(seed: 7))
     var outA: [UInt8] = []
     var outB: [UInt8] = []
     for _ in 0..<3 {

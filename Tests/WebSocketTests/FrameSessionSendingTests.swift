@@ -1,4 +1,5 @@
 import JSON
+import TestSupport
 import XCTest
 
 @testable import WebSocket
@@ -10,7 +11,7 @@ final class FrameSessionSendingTests: XCTestCase {
       threshold: 8, level: 6)
     return try FrameSession(
       role: .client, limits: ClientConnection.Limits(),
-      encoder: FrameEncoder(masking: SeededGenerator(seed: 9)),
+      encoder: FrameEncoder(masking: SplitMix64(seed: 9)),
       compression: compressed ? compression : nil)
   }
 

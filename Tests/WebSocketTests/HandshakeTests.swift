@@ -1,3 +1,4 @@
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -6,7 +7,7 @@ final class HandshakeTests: XCTestCase {
     headers: HTTPHeaders = HTTPHeaders(), subprotocols: [String] = [],
     deflate: PerMessageDeflateOptions? = PerMessageDeflateOptions()
   ) throws -> ClientHandshake {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     return try ClientHandshake(
       url: try WebSocketURL(parsing: "ws://chat.example:8080/ws?x=1"), headers: headers,
       subprotocols: subprotocols, deflate: deflate, random: &random)

@@ -1,3 +1,4 @@
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -79,10 +80,10 @@ final class ServerHandshakeTests: XCTestCase {
   }
 
   func testOurClientAndServerTalkThroughBothRolesWithCompression() throws {
-    var random = SeededGenerator()
+    var random = SplitMix64()
     let handshake = try ClientHandshake(
       url: try WebSocketURL(parsing: "ws://h/chat"), subprotocols: ["v2"], random: &random)
-    let client = ClientConnection(handshake: handshake, random: SeededGenerator(seed: 3))
+    let client = ClientConnection(handshake: handshake, random: SplitMix64(seed: 3))
     var serverParser = ServerHandshake()
     guard let (head, _) = try client.takeOutbound().withUnsafeBytes({ try serverParser.append($0) })
     else {

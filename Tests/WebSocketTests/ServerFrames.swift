@@ -1,19 +1,6 @@
 import WebSocket
 import XCTest
 
-/// A deterministic generator (SplitMix64) so masking keys and handshake keys repeat.
-struct SeededGenerator: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64 = 42) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// A generator that always returns the same word, to reproduce RFC examples.
 struct FixedGenerator: RandomNumberGenerator {
   var word: UInt64

@@ -1,19 +1,7 @@
 import JSON
 import LinkCore
+import TestSupport
 import WebSocket
-
-/// A deterministic generator for the backoff's jitter (SplitMix64).
-struct SeededRandom: RandomNumberGenerator, Sendable {
-  var state: UInt64
-  init(seed: UInt64 = 42) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 func entry(_ count: UInt64, _ text: String = "hi", id: String? = nil, room: String? = "7")
   -> OutboxEntry
@@ -65,7 +53,7 @@ struct Harness {
     settings.sendBufferLimit = sendBufferLimit
     core = LinkCore(
       settings: settings, rooms: rooms.compactMap(RoomID.init), backend: backend,
-      random: SeededRandom())
+      random: SplitMix64())
   }
 
   /// Drives a core made elsewhere.

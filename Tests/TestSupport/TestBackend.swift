@@ -1,45 +1,57 @@
-import ChatLinkDaemon
 import EventLoop
 import Transport
 import WebSocket
 
-/// A WebSocket backend on loopback for driver tests, served on the test's own loop: it
-/// accepts, upgrades, answers pings (unless told to play dead), records every text frame, and
-/// sends or closes on request.
-final class TestBackend {
-  let listener: Listener
-  private(set) var connections: [Connection] = []
+/// A WebSocket backend on loopback for client and driver tests, served on the test's own
+/// loop: it accepts, upgrades, answers pings (unless told to play dead), records every text
+/// frame, and sends or closes on request.
+public final class TestBackend {
+  /// The listening socket (its `port` is the URL's).
+  public let listener: Listener
+  /// Every connection accepted, oldest first.
+  public private(set) var connections: [Connection] = []
   /// Every text frame received, across connections, in order.
-  var received: [String] { connections.flatMap(\.received) }
+  public var received: [String] { connections.flatMap(\.received) }
   /// Called with each text frame as it arrives.
-  var onText: ((String) -> Void)?
+  public var onText: ((String) -> Void)?
+  /// While false, connections accepted play dead from the start: no upgrade ever comes.
+  public var answersUpgrades = true
 
-  init(loop: EventLoop) throws {
+  /// Listens on 127.0.0.1, on a port of the kernel's choosing.
+  public init(loop: EventLoop) throws {
     var accept: ((SocketStream) -> Void)?
     listener = try Listener(loop: loop, host: "127.0.0.1", port: 0) { accept?($0) }
     accept = { [unowned self] stream in
-      self.connections.append(Connection(backend: self, stream: stream))
+      let connection = Connection(backend: self, stream: stream)
+      connection.playsDead = !self.answersUpgrades
+      self.connections.append(connection)
     }
   }
 
-  var url: WebSocketURL {
+  /// ws://127.0.0.1:PORT/chat.
+  public var url: WebSocketURL {
     // A loopback URL of our own making always parses.
     (try? WebSocketURL(parsing: "ws://127.0.0.1:\(listener.port)/chat"))!
   }
 
   /// The newest connection.
-  var current: Connection? { connections.last }
+  public var current: Connection? { connections.last }
 
   /// One accepted client.
-  final class Connection: ByteStreamDelegate {
+  public final class Connection: ByteStreamDelegate {
     unowned let backend: TestBackend
-    let stream: SocketStream
+    /// The accepted socket.
+    public let stream: SocketStream
     private var handshake = ServerHandshake()
     private var session: FrameSession?
-    private(set) var received: [String] = []
-    private(set) var isClosed = false
-    /// While true, nothing the client sends is read: no pongs, no close replies.
-    var playsDead = false
+    /// The text frames received on this connection, in order.
+    public private(set) var received: [String] = []
+    /// The payloads of the pongs received, in order.
+    public private(set) var pongs: [[UInt8]] = []
+    /// Whether the connection is over (closed by either side).
+    public private(set) var isClosed = false
+    /// While true, nothing the client sends is read: no upgrade, no pongs, no close replies.
+    public var playsDead = false
 
     init(backend: TestBackend, stream: SocketStream) {
       self.backend = backend
@@ -47,26 +59,35 @@ final class TestBackend {
       stream.delegate = self
     }
 
-    func send(_ text: String) {
+    /// Sends a text frame.
+    public func send(_ text: String) {
       guard let session else { return }
       try? session.send(.text(Array(text.utf8)))
       stream.write(session.takeOutbound())
     }
 
     /// Sends several text frames in one write, so the client reads them together.
-    func sendTogether(_ texts: [String]) {
+    public func sendTogether(_ texts: [String]) {
       guard let session else { return }
       for text in texts { try? session.send(.text(Array(text.utf8))) }
       stream.write(session.takeOutbound())
     }
 
-    func close(_ code: CloseCode) {
+    /// Sends a ping.
+    public func ping(_ payload: [UInt8]) {
+      guard let session else { return }
+      try? session.ping(payload)
+      stream.write(session.takeOutbound())
+    }
+
+    /// Starts the closing handshake with `code`.
+    public func close(_ code: CloseCode) {
       guard let session else { return }
       try? session.close(code: code, reason: "test")
       stream.write(session.takeOutbound())
     }
 
-    func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+    public func stream(_ stream: any ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
       guard !playsDead else { return }
       if let session {
         session.receive(bytes)
@@ -92,6 +113,7 @@ final class TestBackend {
           received.append(text)
           backend.onText?(text)
         }
+        if case .pong(let payload) = event { pongs.append(payload) }
         if case .closed = event {
           stream.write(session.takeOutbound())
           stream.close()
@@ -102,9 +124,9 @@ final class TestBackend {
       if session.hasOutbound { stream.write(session.takeOutbound()) }
     }
 
-    func streamDidDrain(_ stream: any ByteStream) {}
+    public func streamDidDrain(_ stream: any ByteStream) {}
 
-    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+    public func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
       isClosed = true
     }
   }

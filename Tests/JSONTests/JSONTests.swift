@@ -1,4 +1,3 @@
-import ChatLinkDaemon
 import JSON
 import XCTest
 

@@ -1,4 +1,5 @@
 import EventLoop
+import TestSupport
 import Transport
 import WebSocket
 import WebSocketClient

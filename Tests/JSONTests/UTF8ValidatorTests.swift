@@ -1,5 +1,4 @@
 import JSON
-import WebSocket
 import XCTest
 
 final class UTF8ValidatorTests: XCTestCase {
