@@ -7,9 +7,8 @@ as one of its dependencies, or declares one that none of its files imports.
 The module edges are the architecture (ARCHITECTURE.md, "Layers"): an import that works only
 because another target re-exports or happens to load a module hides an edge, and a declared
 dependency nobody imports is an edge that is not there. Imports of modules that are not this
-package's targets (Glibc, Synchronization, XCTest, ...) are not checked. A system-library
-target listed in `LINK_ONLY` may be declared for its link flags without being imported. A
-target in `TEST_ONLY` is for test targets alone: any other target that depends on it would link
+package's targets (Glibc, Synchronization, XCTest, ...) are not checked. A target in
+`TEST_ONLY` is for test targets alone: any other target that depends on it would link
 it into a product.
 """
 import json

@@ -1,4 +1,5 @@
 import LinkCore
+import TestSupport
 import WebSocket
 import XCTest
 
@@ -363,7 +364,7 @@ final class LinkCoreTests: XCTestCase {
       url: testURL, pingInterval: .seconds(10), pongTimeout: .seconds(5),
       reconnectMin: .seconds(1), reconnectMax: .seconds(60))
     settings.dialect = .mqtt(mqtt)
-    var link = Harness(core: LinkCore(settings: settings, rooms: [], random: SeededRandom()))
+    var link = Harness(core: LinkCore(settings: settings, rooms: [], random: SplitMix64()))
     link.open()
     XCTAssertEqual(
       link.on(.reload(settings, rooms: [])), [], "unchanged: the session and connection stay")
