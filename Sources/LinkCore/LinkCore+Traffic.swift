@@ -25,6 +25,7 @@ extension LinkCore {
 
   /// Asks to store an inbound record; its acknowledgement, if the dialect made one, waits in
   /// the core until the record is durable.
+  @inline(__always)
   private mutating func store(
     _ record: consuming InboundMessage, acknowledgement: Message?, _ actions: inout [LinkAction]
   ) {

@@ -24,8 +24,9 @@ public struct LinkCore {
   public private(set) var rooms: [RoomID]
   /// The settings in force.
   public private(set) var settings: LinkSettings
-  /// Whether reading is paused because the store is behind.
-  public var readingPaused: Bool { lifecycle.readingPaused }
+  /// Whether reading is paused because the store is behind (`lifecycle`'s, kept at hand: the
+  /// driver asks after every inbound record).
+  public private(set) var readingPaused = false
   /// Consecutive failures counted by the backoff.
   public var failures: Int { backoff.failures }
   /// Whether the dialect has rooms (Protocol=raw has none).
@@ -41,9 +42,15 @@ public struct LinkCore {
   public var session: ProtocolSession? { lifecycle.hasConnection ? backend.session : nil }
 
   /// Where the link is in its life, with what each phase holds.
-  var lifecycle = LinkLifecycle.idle
-  /// The phase without its data.
-  var phase: LinkLifecycle.Phase { lifecycle.phase }
+  var lifecycle = LinkLifecycle.idle {
+    didSet {
+      phase = lifecycle.phase
+      readingPaused = lifecycle.readingPaused
+    }
+  }
+  /// `lifecycle`'s phase without its data, kept at hand: every inbound frame checks it, and
+  /// reading it from the enum would copy the connection's data each time.
+  private(set) var phase = LinkLifecycle.Phase.idle
   var backend: any BackendProtocol
   var backoff: Backoff
   var ledger = DeliveryLedger()
