@@ -12,8 +12,10 @@ import WebSocket
 /// ```
 /// `type` says how `data` holds the payload losslessly: `json` embeds the backend's JSON
 /// (minified if it spanned lines), `text` is a JSON string, `binary` is base64. `id` is the
-/// client message id of outgoing messages; `meta` (an object) what a protocol keeps besides
-/// the payload (MQTT's QoS, retain flag and properties), only when it keeps some.
+/// message's id: the client message id of outgoing messages, and the backend's id of incoming
+/// ones when the protocol gives one (a string, as the backend wrote it or a number's digits);
+/// `meta` (an object) what a protocol keeps besides the payload (MQTT's QoS, retain flag and
+/// properties), only when it keeps some.
 public struct StoreRecord: Sendable, Hashable {
   /// Inbound or outbound.
   public enum Direction: String, Sendable, Hashable {
@@ -34,7 +36,8 @@ public struct StoreRecord: Sendable, Hashable {
   public var direction: Direction
   /// The room as raw JSON (a number or a string), or nil.
   public var room: [UInt8]?
-  /// The client message id of an outbound message.
+  /// The message's id: the client message id of an outbound message, the backend's id of an
+  /// inbound one.
   public var clientID: String?
   /// A JSON object the protocol keeps besides the payload.
   public var meta: [UInt8]?
@@ -85,8 +88,9 @@ public struct StoreRecord: Sendable, Hashable {
   ) {
     Self.appendLine(
       seq: seq, time: time, direction: direction, room: room,
-      clientID: clientID.map(ClientID.given), meta: meta, payload: payload, scan: scan, to: &out,
-      formatter: &formatter)
+      clientID: direction == .outbound ? clientID.map(ClientID.given) : nil,
+      messageID: direction == .inbound ? clientID.map { Array($0.utf8) } : nil, meta: meta,
+      payload: payload, scan: scan, to: &out, formatter: &formatter)
   }
 
   /// Appends a record's line from its parts, without building the record: the store does
@@ -94,13 +98,14 @@ public struct StoreRecord: Sendable, Hashable {
   /// part once more.
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
-    meta: [UInt8]?, payload: Message, scan: PayloadScan, to out: inout [UInt8],
-    formatter: inout TimestampFormatter
+    messageID: [UInt8]? = nil, meta: [UInt8]?, payload: Message, scan: PayloadScan,
+    to out: inout [UInt8], formatter: inout TimestampFormatter
   ) {
     payload.withUnsafeBytes { raw in
       appendLine(
-        seq: seq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
-        payload: raw, isText: payload.isText, scan: scan, to: &out, formatter: &formatter)
+        seq: seq, time: time, direction: direction, room: room, clientID: clientID,
+        messageID: messageID, meta: meta, payload: raw, isText: payload.isText, scan: scan,
+        to: &out, formatter: &formatter)
     }
   }
 
@@ -108,10 +113,13 @@ public struct StoreRecord: Sendable, Hashable {
   /// Not inlined into the store's `append`: a profile then tells formatting from bookkeeping
   /// (`make profile`'s stages).
   @inline(never)
+  ///
+  /// `messageID` is an inbound message's id (its text, written as a JSON string); `clientID` an
+  /// outbound one's.
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
-    meta: [UInt8]?, payload raw: UnsafeRawBufferPointer, isText: Bool, scan: PayloadScan,
-    to out: inout [UInt8], formatter: inout TimestampFormatter
+    messageID: [UInt8]? = nil, meta: [UInt8]?, payload raw: UnsafeRawBufferPointer, isText: Bool,
+    scan: PayloadScan, to out: inout [UInt8], formatter: inout TimestampFormatter
   ) {
     let prefixBytes = 64 + TimestampFormatter.length + (room?.count ?? 4)
     // The fixed members up to the room, written in one piece (the store does this for every
@@ -124,9 +132,10 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
+    let id = RecordID(clientID: clientID, messageID: messageID)
     guard isText else {
       out.append(maxCount: prefixBytes, writePrefix)
-      appendBinary(raw, clientID, meta, to: &out)
+      appendBinary(raw, id, meta, to: &out)
       return
     }
     do {
@@ -136,21 +145,21 @@ public struct StoreRecord: Sendable, Hashable {
         } else {
           scan
         }
-      // A client id (an outbound record's) rides along when it needs no escapes, as ids do.
+      // An id rides along when it needs no escapes, as ids mostly do.
       let lineBytes =
         prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
-        + (clientID.map { idKey.utf8CodeUnitCount + $0.utf8Count + 2 } ?? 0)
+        + (id.map { idKey.utf8CodeUnitCount + $0.utf8Count + 2 } ?? 0)
       if case .json(hasLineBreaks: false) = known, meta == nil, lineBytes <= inlineLineLimit,
-        clientID?.isPlain ?? true
+        id?.isPlain ?? true
       {
         // The usual record: the whole line in one append, the payload copied twice (into the
         // stack, then into `out`), which costs less than three more appends.
         out.append(maxCount: lineBytes) { line in
           writePrefix(&line)
-          if let clientID {
+          if let id {
             line.write(typeJSON)
             line.write(idKey)
-            clientID.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+            id.withUTF8 { line.writeQuoted($0) }
             line.write(dataKey)
           } else {
             line.write(typeJSONData)
@@ -160,22 +169,22 @@ public struct StoreRecord: Sendable, Hashable {
         }
       } else {
         out.append(maxCount: prefixBytes, writePrefix)
-        appendText(raw, known, clientID, meta, to: &out)
+        appendText(raw, known, id, meta, to: &out)
       }
     }
   }
 
   /// The rest of a text record's line, after the room, member by member.
   private static func appendText(
-    _ raw: UnsafeRawBufferPointer, _ scan: PayloadScan, _ clientID: ClientID?, _ meta: [UInt8]?,
+    _ raw: UnsafeRawBufferPointer, _ scan: PayloadScan, _ id: RecordID?, _ meta: [UInt8]?,
     to out: inout [UInt8]
   ) {
     if case .json(let hasLineBreaks) = scan {
-      if clientID == nil && meta == nil {
+      if id == nil && meta == nil {
         out.append(typeJSONData)
       } else {
         out.append(typeJSON)
-        appendID(clientID, meta, to: &out)
+        appendID(id, meta, to: &out)
         out.append(dataKey)
       }
       if hasLineBreaks {
@@ -185,7 +194,7 @@ public struct StoreRecord: Sendable, Hashable {
       }
     } else {
       out.append(typeText)
-      appendID(clientID, meta, to: &out)
+      appendID(id, meta, to: &out)
       out.append(dataKey)
       JSONString.append(raw, to: &out)
     }
@@ -198,10 +207,10 @@ public struct StoreRecord: Sendable, Hashable {
 
   /// The rest of a binary record's line, after the room.
   private static func appendBinary(
-    _ bytes: UnsafeRawBufferPointer, _ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]
+    _ bytes: UnsafeRawBufferPointer, _ id: RecordID?, _ meta: [UInt8]?, to out: inout [UInt8]
   ) {
     out.append(typeBinary)
-    appendID(clientID, meta, to: &out)
+    appendID(id, meta, to: &out)
     out.append(dataKey)
     out.append(UInt8(ascii: "\""))
     Base64.encode(bytes, into: &out)
@@ -209,11 +218,11 @@ public struct StoreRecord: Sendable, Hashable {
     out.append(lineEnd)
   }
 
-  /// The members between `type` and `data`: the client id and the meta object, when set.
-  private static func appendID(_ clientID: ClientID?, _ meta: [UInt8]?, to out: inout [UInt8]) {
-    if let clientID {
+  /// The members between `type` and `data`: the id and the meta object, when set.
+  private static func appendID(_ id: RecordID?, _ meta: [UInt8]?, to out: inout [UInt8]) {
+    if let id {
       out.append(idKey)
-      clientID.appendJSON(to: &out)
+      id.appendJSON(to: &out)
     }
     if let meta {
       out.append(metaKey)
@@ -272,5 +281,54 @@ public struct StoreRecord: Sendable, Hashable {
     }
     guard end < line.count, line[end] == UInt8(ascii: ","), end > start else { return nil }
     return start..<end
+  }
+}
+
+/// A record's id as it is written: an outbound message's client id, or an inbound message's id
+/// as the backend gave it (its text).
+private enum RecordID {
+  case client(ClientID)
+  case message([UInt8])
+
+  init?(clientID: ClientID?, messageID: [UInt8]?) {
+    if let clientID {
+      self = .client(clientID)
+    } else if let messageID {
+      self = .message(messageID)
+    } else {
+      return nil
+    }
+  }
+
+  /// Its length in bytes, unescaped.
+  var utf8Count: Int {
+    switch self {
+    case .client(let id): id.utf8Count
+    case .message(let bytes): bytes.count
+    }
+  }
+
+  /// Whether it is written in quotes as it is (nothing to escape).
+  var isPlain: Bool {
+    switch self {
+    case .client(let id): id.isPlain
+    case .message(let bytes): bytes.withUnsafeBufferPointer(JSONString.isPlain)
+    }
+  }
+
+  /// Calls `body` with its bytes.
+  func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    switch self {
+    case .client(let id): id.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+    case .message(let bytes): bytes.withUnsafeBytes(body)
+    }
+  }
+
+  /// Appends it as a JSON string.
+  func appendJSON(to out: inout [UInt8]) {
+    switch self {
+    case .client(let id): id.appendJSON(to: &out)
+    case .message(let bytes): bytes.withUnsafeBytes { JSONString.append($0, to: &out) }
+    }
   }
 }

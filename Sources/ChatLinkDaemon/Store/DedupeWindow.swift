@@ -1,0 +1,186 @@
+import LinkCore
+
+/// The ids of the most recent inbound records of each room, so that a message the backend
+/// delivers again (after a reconnect, a crash, a replay from an id) is recognised and not
+/// stored twice.
+///
+/// A room keeps at most `capacity` ids; the oldest leaves when a new one comes. Ids are kept
+/// as 64-bit hashes drawn from a per-process secret basis (`FNV1a`), so memory is a few bytes
+/// an id whatever their length, and ids chosen to collide cannot be worked out in advance; two
+/// different ids of one room with equal hashes (about one chance in 2⁶⁴ ÷ `capacity` for each
+/// message) would drop the second. Rooms are told apart by their JSON as stored (`7` and
+/// `"7"` are two rooms), and at most `maxRooms` keep a window: past that, the room least
+/// recently seen gives its up. Nothing here touches the disk: `MessageStore` fills it from the
+/// store's tail at start and with every record it keeps.
+struct DedupeWindow {
+  /// The most ids a room keeps; 0 keeps none.
+  let capacity: Int
+  /// The most rooms that keep ids.
+  let maxRooms: Int
+  private let basis: UInt64
+  private var windows: [RoomWindow] = []
+  private var indexOfRoom: [[UInt8]: Int] = [:]
+  /// The room of the last lookup and its window: a room's records come in runs.
+  private var lastRoom: [UInt8]?
+  private var lastIndex = 0
+  /// Increases with every lookup, for choosing the room least recently seen.
+  private var clock: UInt64 = 0
+
+  /// An empty window; `basis` is the hash's secret (random unless a test fixes it).
+  init(capacity: Int, maxRooms: Int = 1024, basis: UInt64 = .random(in: .min ... .max)) {
+    self.capacity = max(0, capacity)
+    self.maxRooms = max(1, maxRooms)
+    self.basis = basis
+  }
+
+  /// Whether ids are kept at all.
+  var isEnabled: Bool { capacity > 0 }
+
+  /// How many rooms keep ids.
+  var roomCount: Int { windows.count }
+
+  /// How many ids are kept, over every room.
+  var count: Int { windows.reduce(0) { $0 + $1.count } }
+
+  /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them. Returns
+  /// true for a new id (the record is to be kept), false for a duplicate.
+  @discardableResult
+  mutating func insert(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
+    guard isEnabled else { return true }
+    let hash = FNV1a.hash64(id, basis: basis)
+    let index = window(of: room ?? [])
+    guard windows[index].insert(hash, capacity: capacity) else { return false }
+    windows[index].setNewestID(id)
+    return true
+  }
+
+  /// Whether `id` is among `room`'s recent ids (nothing changes).
+  func contains(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
+    guard isEnabled, let index = indexOfRoom[room ?? []] else { return false }
+    return windows[index].contains(FNV1a.hash64(id, basis: basis))
+  }
+
+  /// The newest id of `room`, as it was inserted last (the position a backend replays from).
+  func newestID(room: [UInt8]?) -> [UInt8]? {
+    indexOfRoom[room ?? []].flatMap { windows[$0].newestID }
+  }
+
+  /// The index of `room`'s window, made (and a stale one given up) when there is none.
+  private mutating func window(of room: [UInt8]) -> Int {
+    clock &+= 1
+    if let lastRoom, lastRoom == room {
+      windows[lastIndex].lastSeen = clock
+      return lastIndex
+    }
+    let index: Int
+    if let known = indexOfRoom[room] {
+      index = known
+    } else if windows.count < maxRooms {
+      index = windows.count
+      windows.append(RoomWindow(room: room))
+      indexOfRoom[room] = index
+    } else {
+      // The room least recently seen gives its window to this one.
+      index = windows.indices.min { windows[$0].lastSeen < windows[$1].lastSeen } ?? 0
+      indexOfRoom[windows[index].room] = nil
+      windows[index] = RoomWindow(room: room)
+      indexOfRoom[room] = index
+    }
+    windows[index].lastSeen = clock
+    lastRoom = room
+    lastIndex = index
+    return index
+  }
+}
+
+/// One room's recent ids: their hashes in arrival order (a ring) and an open-addressing table
+/// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
+private struct RoomWindow {
+  let room: [UInt8]
+  var lastSeen: UInt64 = 0
+  /// Hashes, oldest at `head` once the ring is full.
+  private var ring: [UInt64] = []
+  private var head = 0
+  /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
+  /// of two at least 4/3 of the ids it holds.
+  private var table: [UInt32] = Array(repeating: RoomWindow.empty, count: 16)
+  private(set) var newestID: [UInt8]?
+  private static let empty = UInt32.max
+
+  init(room: [UInt8]) { self.room = room }
+
+  var count: Int { ring.count }
+
+  func contains(_ hash: UInt64) -> Bool { slot(of: hash).found }
+
+  mutating func insert(_ hash: UInt64, capacity: Int) -> Bool {
+    let probe = slot(of: hash)
+    if probe.found { return false }
+    if ring.count < capacity {
+      ring.append(hash)
+      if ring.count * 4 > table.count * 3 {
+        rebuildTable(size: table.count * 2)
+      } else {
+        table[probe.slot] = UInt32(ring.count - 1)
+      }
+      return true
+    }
+    // Full: the oldest leaves, the new one takes its place in the ring.
+    remove(ring[head])
+    ring[head] = hash
+    place(UInt32(head))
+    head = (head + 1) % ring.count
+    return true
+  }
+
+  mutating func setNewestID(_ id: some Collection<UInt8>) {
+    if newestID == nil { newestID = [] }
+    newestID!.removeAll(keepingCapacity: true)
+    newestID!.append(contentsOf: id)
+  }
+
+  private var mask: Int { table.count - 1 }
+
+  /// Where `hash` is, or the free slot it would take.
+  private func slot(of hash: UInt64) -> (slot: Int, found: Bool) {
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    while true {
+      let position = table[slot]
+      if position == Self.empty { return (slot, false) }
+      if ring[Int(position)] == hash { return (slot, true) }
+      slot = (slot + 1) & mask
+    }
+  }
+
+  private mutating func place(_ position: UInt32) {
+    var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
+    while table[slot] != Self.empty { slot = (slot + 1) & mask }
+    table[slot] = position
+  }
+
+  /// Removes `hash` from the table, moving later entries of its probe run back into the gap
+  /// (deletion without tombstones keeps lookups short however long the room lives).
+  private mutating func remove(_ hash: UInt64) {
+    let found = slot(of: hash)
+    guard found.found else { return }
+    var gap = found.slot
+    var slot = (gap + 1) & mask
+    while table[slot] != Self.empty {
+      let home = Int(truncatingIfNeeded: ring[Int(table[slot])]) & mask
+      // The entry may move into the gap unless its home lies cyclically in (gap, slot].
+      let distanceToHome = (slot - home) & mask
+      let distanceToGap = (slot - gap) & mask
+      if distanceToHome >= distanceToGap {
+        table[gap] = table[slot]
+        gap = slot
+      }
+      slot = (slot + 1) & mask
+    }
+    table[gap] = Self.empty
+  }
+
+  private mutating func rebuildTable(size: Int) {
+    table = Array(repeating: Self.empty, count: size)
+    for position in ring.indices { place(UInt32(position)) }
+  }
+}

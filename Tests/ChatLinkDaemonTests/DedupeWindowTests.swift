@@ -1,0 +1,84 @@
+import TestSupport
+import XCTest
+
+@testable import ChatLinkDaemon
+
+final class DedupeWindowTests: XCTestCase {
+  private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+  func testAnIDSeenBeforeInItsRoomIsADuplicateAndInAnotherRoomIsNot() {
+    var window = DedupeWindow(capacity: 10)
+    XCTAssertTrue(window.insert(room: bytes("7"), id: bytes(#""m-1""#)))
+    XCTAssertFalse(window.insert(room: bytes("7"), id: bytes(#""m-1""#)))
+    XCTAssertTrue(window.insert(room: bytes(#""7""#), id: bytes(#""m-1""#)), "7 and \"7\" differ")
+    XCTAssertTrue(window.insert(room: nil, id: bytes(#""m-1""#)), "no room is a room of its own")
+    XCTAssertTrue(window.contains(room: bytes("7"), id: bytes(#""m-1""#)))
+    XCTAssertFalse(window.contains(room: bytes("8"), id: bytes(#""m-1""#)))
+    XCTAssertEqual(window.roomCount, 3)
+  }
+
+  func testARoomKeepsItsNewestIDsUpToTheCapacityAndForgetsTheOldest() {
+    var window = DedupeWindow(capacity: 3)
+    for n in 1...5 { XCTAssertTrue(window.insert(room: bytes("7"), id: bytes("\(n)"))) }
+    XCTAssertEqual(window.count, 3)
+    XCTAssertFalse(window.contains(room: bytes("7"), id: bytes("2")), "forgotten")
+    for n in 3...5 { XCTAssertFalse(window.insert(room: bytes("7"), id: bytes("\(n)"))) }
+    XCTAssertTrue(window.insert(room: bytes("7"), id: bytes("1")), "older than the window")
+  }
+
+  func testTheNewestIDOfARoomIsTheLastNewOneInserted() {
+    var window = DedupeWindow(capacity: 5)
+    XCTAssertNil(window.newestID(room: bytes("7")))
+    window.insert(room: bytes("7"), id: bytes("10"))
+    window.insert(room: bytes("7"), id: bytes("11"))
+    window.insert(room: bytes("7"), id: bytes("10"))
+    XCTAssertEqual(window.newestID(room: bytes("7")), bytes("11"), "a duplicate is not newer")
+    window.insert(room: bytes("8"), id: bytes("1"))
+    XCTAssertEqual(window.newestID(room: bytes("7")), bytes("11"))
+  }
+
+  func testAZeroCapacityKeepsNothingAndCallsEverythingNew() {
+    var window = DedupeWindow(capacity: 0)
+    XCTAssertFalse(window.isEnabled)
+    XCTAssertTrue(window.insert(room: bytes("7"), id: bytes("1")))
+    XCTAssertTrue(window.insert(room: bytes("7"), id: bytes("1")))
+    XCTAssertEqual(window.count, 0)
+  }
+
+  func testPastTheMostRoomsTheRoomLeastRecentlySeenGivesUpItsWindow() {
+    var window = DedupeWindow(capacity: 4, maxRooms: 2)
+    window.insert(room: bytes("a"), id: bytes("1"))
+    window.insert(room: bytes("b"), id: bytes("1"))
+    window.insert(room: bytes("a"), id: bytes("2"))
+    window.insert(room: bytes("c"), id: bytes("1"))
+    XCTAssertEqual(window.roomCount, 2)
+    XCTAssertTrue(window.contains(room: bytes("a"), id: bytes("1")))
+    XCTAssertFalse(window.contains(room: bytes("b"), id: bytes("1")), "b was seen least recently")
+    XCTAssertTrue(window.contains(room: bytes("c"), id: bytes("1")))
+  }
+
+  /// Against a plain model (a queue and a set per room), through many evictions and table
+  /// growths; small id ranges make every id come back again and again.
+  func testItAgreesWithAPlainModelThroughManyEvictions() {
+    var random = SplitMix64(seed: 7)
+    for capacity in [1, 2, 7, 64, 1000] {
+      var window = DedupeWindow(capacity: capacity, basis: 0)
+      var model: [String: (queue: [String], set: Set<String>)] = [:]
+      for _ in 0..<20_000 {
+        let room = "r\(random.next() % 3)"
+        let id = "\(random.next() % UInt64(capacity * 3 + 2))"
+        var entry = model[room] ?? ([], [])
+        let isNew = !entry.set.contains(id)
+        if isNew {
+          entry.queue.append(id)
+          entry.set.insert(id)
+          if entry.queue.count > capacity { entry.set.remove(entry.queue.removeFirst()) }
+        }
+        model[room] = entry
+        XCTAssertEqual(
+          window.insert(room: bytes(room), id: bytes(id)), isNew, "capacity \(capacity)")
+      }
+      XCTAssertEqual(window.count, model.values.reduce(0) { $0 + $1.queue.count })
+    }
+  }
+}
