@@ -66,10 +66,10 @@ autobahn:
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# Faults with figures (chaos/README.md): network, backend, kill -9, disk full, control-socket
+# Faults with figures (Tests/chaos/README.md): network, backend, kill -9, disk full, control-socket
 # abuse, a 20-minute soak, security. Needs root; about 30 minutes, chaos-quick about 6.
 chaos: powerloss
-	chaos/run.sh
+	Tests/chaos/run.sh
 
 # Power cuts (Tests/powerloss/README.md): the daemon's store on a lazy FUSE file system that
 # keeps only what was fsynced; 8 scenarios x 40 random cuts, a table, non-zero on any broken
@@ -80,7 +80,7 @@ powerloss: setup-test
 	CHATLINK_BIN=$$($(SWIFT) build --show-bin-path) $(PYTHON) Tests/powerloss/powercut.py --cuts $(POWERLOSS_CUTS)
 
 chaos-quick:
-	CHAOS_QUICK=1 chaos/run.sh
+	CHAOS_QUICK=1 Tests/chaos/run.sh
 
 # dist/chatlink_<version>_amd64.deb, static Swift runtime, stripped.
 deb: setup

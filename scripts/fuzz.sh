@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets, each for a bounded time:
 #
-#   websocket  Fuzz/WebSocketFuzzer.swift: the pure WebSocket module (decoder, assembler,
+#   websocket  Tests/Fuzz/WebSocketFuzzer.swift: the pure WebSocket module (decoder, assembler,
 #              inflate, handshake, UTF-8)
-#   varlink    Fuzz/VarlinkFuzzer.swift: VarlinkFramer, VarlinkCall/VarlinkReply, and the JSON
+#   varlink    Tests/Fuzz/VarlinkFuzzer.swift: VarlinkFramer, VarlinkCall/VarlinkReply, and the JSON
 #              target under them (JSONScanner, JSONValue, JSONString)
-#   config     Fuzz/ConfigFuzzer.swift: INIParser and ConfigLoader (ChatLinkDaemon/Config)
-#   socketio   Fuzz/SocketIOFuzzer.swift: Engine.IO/Socket.IO packets and SocketIOProtocol
+#   config     Tests/Fuzz/ConfigFuzzer.swift: INIParser and ConfigLoader (ChatLinkDaemon/Config)
+#   socketio   Tests/Fuzz/SocketIOFuzzer.swift: Engine.IO/Socket.IO packets and SocketIOProtocol
 #              reading a hostile server's frames (LinkCore)
-#   mqtt       Fuzz/MQTTFuzzer.swift: MQTTDecoder on a stream cut anywhere, the encoder
+#   mqtt       Tests/Fuzz/MQTTFuzzer.swift: MQTTDecoder on a stream cut anywhere, the encoder
 #              against it, and MQTTProtocol reading a hostile broker's frames (LinkCore)
-#   stomp      Fuzz/STOMPFuzzer.swift: STOMPDecoder whole or in pieces, STOMPEncoder round
+#   stomp      Tests/Fuzz/STOMPFuzzer.swift: STOMPDecoder whole or in pieces, STOMPEncoder round
 #              trips, and STOMPProtocol reading a hostile broker's frames (LinkCore)
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
@@ -27,9 +27,9 @@
 #
 # Needs only the Swift toolchain and Debian's libssl-dev, zlib1g-dev, libsystemd-dev and
 # pkg-config (the same packages `swift build` needs); nothing is downloaded. Everything it
-# writes is under .build/fuzz/: the committed seed corpora (Fuzz/corpus/<name>) are copied
+# writes is under .build/fuzz/: the committed seed corpora (Tests/Fuzz/corpus/<name>) are copied
 # into scratch corpora there (.build/fuzz/<name>/corpus), so a run never modifies the
-# repository. New crashes are added to the committed corpus by hand (Fuzz/README.md).
+# repository. New crashes are added to the committed corpus by hand (Tests/Fuzz/README.md).
 #
 # Known bugs. When a fuzzer finds a bug in Sources, its oracle stays, and a -D flag in
 # KNOWN_BUGS below steps around that one bug, so the run stays useful (and green) for
@@ -54,7 +54,7 @@
 #  - The fuzzer file is compiled against those modules and linked with their objects and
 #    -lsystemd -lssl -lcrypto -lz -lm (the modules' link lines ask for the same). varlink
 #    and config use public API only; websocket instead compiles Sources/WebSocket/*.swift
-#    together with Fuzz/WebSocketFuzzer.swift as one module, as it always has, so it keeps
+#    together with Tests/Fuzz/WebSocketFuzzer.swift as one module, as it always has, so it keeps
 #    reaching internal API (FUZZER_FLAT); WebSocket's own imports (JSON) are modules.
 #  - A module or fuzzer is rebuilt only when a hash of the compiler, the flags, its sources
 #    and its dependencies' hashes changes (.build/fuzz/modules/*.key, *-fuzzer.key), so a
@@ -89,12 +89,12 @@ ALL_FUZZERS=(websocket varlink config socketio mqtt stomp)
 # every other target it needs is found from the `import` lines and built as a module.
 declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]="")
 declare -A FUZZER_SOURCE=(
-  [websocket]=Fuzz/WebSocketFuzzer.swift
-  [varlink]=Fuzz/VarlinkFuzzer.swift
-  [config]=Fuzz/ConfigFuzzer.swift
-  [socketio]=Fuzz/SocketIOFuzzer.swift
-  [mqtt]=Fuzz/MQTTFuzzer.swift
-  [stomp]=Fuzz/STOMPFuzzer.swift
+  [websocket]=Tests/Fuzz/WebSocketFuzzer.swift
+  [varlink]=Tests/Fuzz/VarlinkFuzzer.swift
+  [config]=Tests/Fuzz/ConfigFuzzer.swift
+  [socketio]=Tests/Fuzz/SocketIOFuzzer.swift
+  [mqtt]=Tests/Fuzz/MQTTFuzzer.swift
+  [stomp]=Tests/Fuzz/STOMPFuzzer.swift
 )
 declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1)
 declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000)
@@ -250,7 +250,7 @@ build_fuzzer() {
   if [[ -n "$flat" ]]; then
     mapfile -t inputs < <(sources_of "$flat")
   fi
-  inputs+=("${FUZZER_SOURCE[$name]}" Fuzz/FuzzSupport.swift)
+  inputs+=("${FUZZER_SOURCE[$name]}" Tests/Fuzz/FuzzSupport.swift)
   if [[ "$name" == config ]]; then
     generate_shipped_config
     inputs+=("$GEN/Shipped.swift")
@@ -339,11 +339,11 @@ for name in "${SELECTED[@]}"; do
   # A scratch corpus: libFuzzer adds every new interesting input to its first corpus dir.
   rm -rf "$work" "$artifacts"
   mkdir -p "$work" "$artifacts"
-  cp Fuzz/corpus/"$name"/* "$work"/
+  cp Tests/Fuzz/corpus/"$name"/* "$work"/
   echo "fuzz.sh: fuzzing $name for ${seconds}s (log: $log)"
   set +e
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${MAX_LEN[$name]}" \
-    -dict="Fuzz/$name.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" 2>&1 |
+    -dict="Tests/Fuzz/$name.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" 2>&1 |
     tee "$log"
   status=${PIPESTATUS[0]}
   set -e

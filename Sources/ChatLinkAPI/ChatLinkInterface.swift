@@ -3,7 +3,7 @@
 /// The daemon serves this text from org.varlink.service.GetInterfaceDescription. The Swift
 /// types of this target are the same contract typed (`DaemonMethod`, `DaemonStatus`,
 /// `DaemonEvent`, `DaemonError`, …); a unit test reads this text and fails when the two
-/// disagree, so a field added to one must be added to the other. (Fuzz/make_seed_corpus.py
+/// disagree, so a field added to one must be added to the other. (Tests/Fuzz/make_seed_corpus.py
 /// reads the text from this file too: keep it in the `description` literal.)
 public enum ChatLinkInterface {
   /// The interface name.

@@ -1,7 +1,8 @@
 import Foundation
 import XCTest
 
-/// A `Tests/Fixtures/ws_server.py` process: Python `websockets`, an independent implementation.
+/// A `Tests/Fixtures/backend.py` process (its echo protocol): Python `websockets`, an independent
+/// implementation.
 ///
 /// The interpreter comes from CHATLINK_TEST_PYTHON (the Makefile points it at the venv that
 /// `scripts/setup.sh --test` builds). When it is unset the tests skip, so a bare `swift test`
@@ -44,7 +45,7 @@ final class PythonServer {
       "no Python with websockets: run scripts/setup.sh --test or set CHATLINK_TEST_PYTHON")
   }
 
-  init(_ arguments: [String], script: String = "ws_server.py") throws {
+  init(_ arguments: [String], script: String = "backend.py") throws {
     process.executableURL = URL(fileURLWithPath: try Self.python())
     process.arguments =
       [Self.repoRoot.appendingPathComponent("Tests/Fixtures/\(script)").path] + arguments
@@ -59,7 +60,7 @@ final class PythonServer {
     let reader = stdoutPipe.fileHandleForReading
     while !line.contains(UInt8(ascii: "\n")) {
       let chunk = reader.availableData
-      if chunk.isEmpty { throw XCTSkip("ws_server.py exited before listening") }
+      if chunk.isEmpty { throw XCTSkip("\(script) exited before listening") }
       line.append(chunk)
     }
     let info = try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]

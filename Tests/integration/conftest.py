@@ -23,10 +23,10 @@ from typing import Any, Callable
 import pytest
 import varlink
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend import Backend  # noqa: E402
-
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
+from backend import Backend  # noqa: E402
 
 
 def _bin_dir() -> Path:

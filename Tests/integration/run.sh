@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs chatlinkd's integration tests (Tests/integration) with pytest, against the Python
-# backend in backend.py and the daemon binaries of this checkout. Loopback only: no network.
+# backend of Tests/Fixtures/backend.py and the daemon binaries of this checkout. Loopback only: no network.
 #
 #   Tests/integration/run.sh [pytest arguments…]      e.g. -k backoff, -x, -v
 #

@@ -2,8 +2,8 @@
 
 chatlinkd does not link libssl and libcrypto (Transport/OpenSSLLibrary.swift): the dynamic
 loader would map and relocate both before main, resident memory that a ws:// daemon never
-uses (bench/README.md has the figure). The backend here is Tests/Fixtures/ws_server.py
-with Python's ssl module.
+uses (bench/README.md has the figure). The backend here is Tests/Fixtures/backend.py
+(its echo protocol) with Python's ssl module.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_a_ws_daemon_never_maps_openssl(daemon):
 
 def test_a_wss_daemon_loads_openssl_verifies_the_server_and_delivers(make_daemon, tmp_path):
     server = subprocess.Popen(
-        [sys.executable, str(REPO / "Tests" / "Fixtures" / "ws_server.py"), "--host", "localhost", "--tls", "valid",
+        [sys.executable, str(REPO / "Tests" / "Fixtures" / "backend.py"), "--host", "localhost", "--tls", "valid",
          "--certdir", str(tmp_path / "certs")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -28,6 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "integration"))
+sys.path.insert(0, str(HERE.parent / "Fixtures"))
 from backend import Backend  # noqa: E402
 from conftest import BIN, Daemon, Sender, Subscription, delivery_problems  # noqa: E402
 from lazymount import LazyMount  # noqa: E402

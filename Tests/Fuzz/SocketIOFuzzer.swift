@@ -5,7 +5,7 @@
 // scripts/fuzz.sh builds JSON, WebSocket and LinkCore as modules and compiles this file
 // against them (public API only); see its header comment for the exact commands.
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   bit 0: the namespace (0 "/", 1 "/chat"); bits 1-3: how many messages are
 //            encoded (sent) before the frames, 0-7, so acks have ids to answer
@@ -167,4 +167,3 @@ func checkJSONObject(_ message: Message, oneLine: Bool, _ what: String) {
 func isJSON(_ bytes: [UInt8]) -> Bool {
   bytes.withUnsafeBytes { JSONScanner.scan($0, maxDepth: JSONScanner.embeddedMaxDepth) != nil }
 }
-

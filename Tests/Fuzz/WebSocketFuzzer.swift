@@ -5,7 +5,7 @@
 // This file is compiled together with Sources/WebSocket/*.swift into one module (so there is
 // no `import WebSocket`); scripts/fuzz.sh has the exact swiftc command.
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   mode, taken modulo 6:
 //              0 raw FrameDecoder + MessageAssembler (+ MessageInflater), chunked vs whole

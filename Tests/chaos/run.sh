@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make chaos`: chatlinkd under network, backend, crash, disk, control-socket and security
-# faults, with figures (issue 7). See chaos/README.md.
+# faults, with figures (issue 7). See Tests/chaos/README.md.
 #
-#   chaos/run.sh                       the full suite: about 30 minutes, 20 of them the soak
-#   CHAOS_QUICK=1 chaos/run.sh         everything scaled down: about 6 minutes
+#   Tests/chaos/run.sh                       the full suite: about 30 minutes, 20 of them the soak
+#   CHAOS_QUICK=1 Tests/chaos/run.sh         everything scaled down: about 6 minutes
 #   CHAOS_SOAK_SECONDS=300             a shorter or longer soak
 #   CHAOS_ONLY=network,crash           only some scenarios
 #   CHAOS_SEED=1234                    repeat a run's random choices
@@ -15,7 +15,7 @@
 # table on stdout and .cache/chaos/results-<date>.md. Exits non-zero if anything was lost or
 # a check failed.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
 if [ "$(id -u)" != 0 ]; then
@@ -89,7 +89,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-setsid "$python" chaos/chaos.py &
+setsid "$python" Tests/chaos/chaos.py &
 child=$!
 status=0
 wait "$child" || status=$?

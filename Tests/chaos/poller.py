@@ -1,7 +1,7 @@
 """Polls chatlinkd's GetStatus from its own process until SIGTERM (or SECONDS), then prints
 one JSON object like Tests/integration/poll_status.py: the slowest answer and every sample.
 
-    python chaos/poller.py SOCKET SECONDS [INTERVAL]
+    python Tests/chaos/poller.py SOCKET SECONDS [INTERVAL]
 """
 
 import json

@@ -1,4 +1,4 @@
-"""`make chaos`: chatlinkd under faults, with figures. Run through chaos/run.sh.
+"""`make chaos`: chatlinkd under faults, with figures. Run through Tests/chaos/run.sh.
 
 Environment:
     CHAOS_QUICK=1           everything scaled down (about 6 minutes)

@@ -1,6 +1,6 @@
 """A TCP fault proxy for the chaos suite: chatlinkd connects to it, it connects to the backend.
 
-It runs its own asyncio loop in a background thread (like Tests/integration/backend.py), on
+It runs its own asyncio loop in a background thread (like Tests/Fixtures/backend.py), on
 127.0.0.1, and every method may be called from any thread. Faults, all switchable at run time:
 
     blackhole(True)      stop forwarding both ways; bytes are read and dropped, so the peer's

@@ -5,7 +5,7 @@
 // scripts/fuzz.sh builds JSON, WebSocket and LinkCore as modules and compiles this file
 // against them (public API only); see its header comment for the exact commands.
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   bit 0: heart-beats off (HeartBeatMSec=0); bit 1: a frame limit of 256 bytes
 //            (else 64 KiB); bits 2-4: how many messages are encoded (sent) before the frames,
@@ -201,4 +201,3 @@ struct Session {
 func isJSON(_ bytes: [UInt8]) -> Bool {
   bytes.withUnsafeBytes { JSONScanner.scan($0, maxDepth: JSONScanner.embeddedMaxDepth) != nil }
 }
-

@@ -4,7 +4,7 @@
 // scripts/fuzz.sh builds JSON, WebSocket and LinkCore as modules and compiles this file
 // against them (public API only); see its header comment for the exact commands.
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   bit 0: the version (0 MQTT 5, 1 MQTT 3.1.1); bits 1-3: how many messages are
 //            published (sent) first, 0-7; bits 4-7: a chunk seed for the split check
@@ -60,7 +60,9 @@ func checkSplits(_ stream: [UInt8], version: MQTTVersion, seed: UInt64) {
   }
   let split = decodeAll(pieces, version: version)
   require(whole.packets == split.packets, "packets differ when the stream is split")
-  require(whole.error == split.error, "errors differ when split: \(whole.error ?? "") vs \(split.error ?? "")")
+  require(
+    whole.error == split.error,
+    "errors differ when split: \(whole.error ?? "") vs \(split.error ?? "")")
   for packet in whole.packets {
     let level: MQTTVersion
     if case .connect(let connect) = packet { level = connect.version } else { level = version }
@@ -69,7 +71,8 @@ func checkSplits(_ stream: [UInt8], version: MQTTVersion, seed: UInt64) {
   }
 }
 
-func decodeAll(_ pieces: [[UInt8]], version: MQTTVersion) -> (packets: [MQTTPacket], error: String?) {
+func decodeAll(_ pieces: [[UInt8]], version: MQTTVersion) -> (packets: [MQTTPacket], error: String?)
+{
   var decoder = MQTTDecoder(version: version, maximumPacketSize: 1 << 20)
   var packets: [MQTTPacket] = []
   var given = 0
@@ -149,4 +152,3 @@ func isJSONRoom(_ bytes: [UInt8]) -> Bool {
   default: false
   }
 }
-

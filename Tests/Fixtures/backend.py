@@ -1,11 +1,30 @@
-"""An envelope-protocol chat backend for chatlinkd's integration tests.
+#!/usr/bin/env python3
+"""The WebSocket backend of chatlinkd's tests, on Python `websockets` (asyncio server API): an
+implementation independent of ours, so a test that passes against it says our side speaks
+the protocol, not that it agrees with itself.
 
-It is an independent implementation of the seeds' protocol on Python `websockets`
-(asyncio server API). It runs inside the pytest process, on its own event loop in a
-background thread, bound to 127.0.0.1 on a free port. Tests drive it through a
-thread-safe API: every method below may be called from the test thread.
+The fake backends that remain, and why each is needed:
 
-Protocol (JSON text frames, each an envelope {"event": ..., "data": {...}}):
+- this module, the one Python `websockets` server: the envelope chat backend with fault modes
+  (the integration, power-cut and chaos suites, in process) and the scriptable echo server
+  (the Swift TransportTests and the TLS integration test, as a subprocess);
+- `Tests/Fixtures/sio_server.py`: python-socketio's AsyncServer, the independent Socket.IO 5
+  server; Socket.IO over `websockets` would be our own reading of the protocol again;
+- `bench/source.py`: the benchmark's flood source, pre-encoded frames written with sendall,
+  because the source must outrun every client it measures, which a real server library
+  cannot; its Socket.IO mode is the same flood behind a Socket.IO handshake;
+- `chatbench-go count` (`bench/peers/go`): gorilla/websocket, the counting backend of the
+  outbound benchmark, fast enough not to limit `chatlinkctl send -`.
+
+Besides them the tests run real servers, not fakes: Mosquitto and RabbitMQ
+(`Tests/Fixtures/brokers.py`, `bench/brokers.py`), Autobahn's fuzzing server, and the
+project's own `chatlink-devserver`.
+
+In process (`Backend(...).start()`): the server runs on its own event loop in a background
+thread, bound to 127.0.0.1 on a free port; every method below may be called from the test
+thread. Two protocols:
+
+- "envelope" (default), the seeds' chat protocol, JSON text frames {"event", "data"}:
 
     client -> backend   {"event":"join-room","data":{"room_id":7}}
                         {"event":"leave-room","data":{"room_id":7}}
@@ -14,30 +33,88 @@ Protocol (JSON text frames, each an envelope {"event": ..., "data": {...}}):
     backend -> client   {"event":"message","data":{"room_id":7,"message":"hi","sender":"x",
                                                    "client_id":"…","time":"…"}}
 
-A send-message is broadcast to the room's members and echoed to its sender (even when the
-sender has not joined); the echo carries the client id, which is how chatlinkd confirms
-delivery. With `echo = False` nothing goes back to the sender, so confirmation has to come
-from ping/pong. Frames the backend cannot use are recorded and otherwise ignored (no error
-reply, so the daemon's store holds only what the test pushed).
+  A send-message is broadcast to the room's members and echoed to its sender (even when the
+  sender has not joined); the echo carries the client id, which is how chatlinkd confirms
+  delivery. With `echo = False` nothing goes back to the sender, so confirmation has to come
+  from ping/pong. Frames the backend cannot use are recorded and otherwise ignored (no error
+  reply, so the daemon's store holds only what the test pushed).
 
-Fault modes: refuse(status, retry_after), drop_all(), blackhole(), close_all(code, reason),
-send_raw(text), send_binary(data), flood(n, size).
+- "echo": every text and binary message comes back unchanged (whole messages: fragments are
+  reassembled), except text messages that are exactly one of these commands:
+
+      __headers__               JSON text: this connection's record (`Attempt.record()`):
+                                {"connection": n, "time", "path": "/p?q", "headers":
+                                {lowercased name: value, repeated ones joined with ", "},
+                                "header_list": [[Name, value], ...] as sent, "subprotocol",
+                                "remote": [ip, port], "status"}
+      __connections__           the same record for every upgrade request so far, refused
+                                ones too
+      __close__ [CODE [REASON]] the server closes with CODE (default 1000) and REASON; an
+                                invalid code is answered with "__error__ ..." instead
+      __drop__                  abort the TCP connection: no close frame
+      __mute__                  stop reading this connection: pings go unanswered (dead peer)
+
+Fault modes (both protocols): refuse(status, retry_after, headers), drop_all(), blackhole(),
+close_all(code, reason), send_raw(text), send_binary(data), flood(n, size).
+
+As a subprocess (`python3 Tests/Fixtures/backend.py [options]`): the echo protocol, or every
+upgrade refused with `--mode status CODE`.
+
+    backend.py [--host 127.0.0.1|::1|localhost] [--port 0] [--tls KIND] [--certdir DIR]
+               [--mode echo | --mode status CODE] [--retry-after SECONDS] [--location URL]
+               [--subprotocols a,b] [--subprotocols-optional] [--no-compression]
+               [--ping-interval SECONDS] [--ping-timeout SECONDS] [--max-size BYTES]
+               [--no-stdin-watch]
+
+Once listening it prints exactly one JSON line on stdout, then nothing more:
+
+    {"port": 43211, "host": "127.0.0.1", "url": "ws://127.0.0.1:43211/",
+     "tls": null, "ca": null, "mode": "echo", "pid": 1234}
+
+It serves until SIGTERM or SIGINT, or until its stdin reaches EOF, so a test that spawns it
+with a pipe on stdin cannot leak it even if the test crashes (stdin is watched only when it
+is a pipe, socket or terminal; /dev/null would read as EOF at once).
+
+--tls KIND: wss with <certdir>/KIND.pem and KIND.key; for the kinds make_certs.py knows
+    (valid, wronghost, expired, unknownca) it first runs make_certs.ensure(certdir). "ca" in
+    the JSON line is the CA a client must trust (so it must reject wronghost, expired and
+    unknownca). --certdir: $CHATLINK_TEST_CERTDIR, else <repo>/.cache/test-certs.
+--mode status CODE: refuses every upgrade with HTTP CODE (200..599); 401 gets
+    `WWW-Authenticate: Bearer realm="chatlink-test"`, 429 and 503 `Retry-After: 7` (change
+    with --retry-after, 0 = none), 3xx `Location: ws://127.0.0.1:1/elsewhere` (--location).
+--subprotocols a,b: the server's subprotocols, preferred first; a client offering none is
+    refused with HTTP 400 unless --subprotocols-optional.
+--ping-interval/--ping-timeout: server keepalive (20 s / 20 s; 0 disables). --max-size:
+    largest incoming message (1 MiB; 0 = unlimited); bigger ones close with 1009.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import http
 import itertools
 import json
+import os
+import signal
+import ssl
+import stat
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, NegotiationError
+from websockets.frames import Close
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CERT_KINDS = ("valid", "wronghost", "expired", "unknownca")
 
 
 def _now_rfc3339() -> str:
@@ -64,6 +141,21 @@ class Attempt:
     path: str
     headers: dict[str, str]
     refused: int | None = None  # the HTTP status when refused
+    wall: float = 0.0  # time.time()
+    header_list: list[list[str]] = field(default_factory=list)  # as sent: order and case
+    remote: list | None = None  # [ip, port]
+    status: int | None = None  # the status of the response, once sent
+    subprotocol: str | None = None
+
+    def record(self) -> dict:
+        """What the echo protocol's __headers__ and __connections__ answer."""
+        merged: dict[str, str] = {}
+        for name, value in self.header_list:
+            key = name.lower()
+            merged[key] = f"{merged[key]}, {value}" if key in merged else value
+        return {"connection": self.conn_id, "time": self.wall, "path": self.path, "headers": merged,
+                "header_list": self.header_list, "subprotocol": self.subprotocol, "remote": self.remote,
+                "status": self.status}
 
 
 @dataclass
@@ -105,12 +197,28 @@ def _room_key(room):
 class Backend:
     """The backend server; `start()` it, use it, `stop()` it."""
 
-    def __init__(self, echo: bool = True, compression: str | None = "deflate", ping_interval: float | None = None):
+    def __init__(self, echo: bool = True, compression: str | None = "deflate", ping_interval: float | None = None,
+                 *, protocol: str = "envelope", host: str = "127.0.0.1", port: int | None = None,
+                 tls: str | None = None, certdir: Path | None = None, subprotocols: list[str] | None = None,
+                 subprotocols_optional: bool = False, ping_timeout: float | None = ...,
+                 max_size: int | None = None):
+        if protocol not in ("envelope", "echo"):
+            raise ValueError(f"protocol {protocol!r}: 'envelope' or 'echo'")
+        self.protocol = protocol
         self.echo = echo
         self.compression = compression
         self.ping_interval = ping_interval
-        self.host = "127.0.0.1"
-        self.port: int | None = None
+        self.ping_timeout = ping_interval if ping_timeout is ... else ping_timeout
+        self.max_size = max_size
+        self.host = host
+        self.port: int | None = port
+        self.tls = tls
+        self.ca: Path | None = None
+        self._ssl = None
+        if tls:
+            self._ssl, self.ca = _ssl_context(tls, Path(certdir) if certdir else _default_certdir())
+        self.subprotocols = subprotocols or []
+        self.subprotocols_optional = subprotocols_optional
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
         self._conns: dict[int, Conn] = {}
@@ -118,7 +226,7 @@ class Backend:
         self._joins: list[tuple[float, int, Any]] = []
         self._leaves: list[tuple[float, int, Any]] = []
         self._members: dict[Any, set[int]] = {}
-        self._refuse: tuple[int, int | None] | None = None
+        self._refuse: tuple[int, int | str | None, dict[str, str]] | None = None
         self._blackholed = False
         self._unblackholed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -164,19 +272,27 @@ class Backend:
     async def _start_server(self):
         self._unblackholed = asyncio.Event()
         self._unblackholed.set()
+        options = {}
+        if self.subprotocols:
+            options["subprotocols"] = self.subprotocols
+            if self.subprotocols_optional:
+                options["select_subprotocol"] = self._select_subprotocol
         self._server = await serve(
             self._handler,
             self.host,
             0 if self.port is None else self.port,
+            ssl=self._ssl,
             process_request=self._process_request,
+            process_response=self._process_response,
             compression=self.compression,
             ping_interval=self.ping_interval,
-            ping_timeout=self.ping_interval,
+            ping_timeout=self.ping_timeout,
             open_timeout=None,
             close_timeout=3,
-            max_size=None,
+            max_size=self.max_size,
             max_queue=None,
             logger=_quiet_logger(),
+            **options,
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
@@ -207,7 +323,8 @@ class Backend:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.host}:{self.port}/"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'wss' if self._ssl else 'ws'}://{host}:{self.port}/"
 
     # ------------------------------------------------------------------ thread-safe plumbing
 
@@ -351,10 +468,12 @@ class Backend:
             return fut.result(timeout)
         return fut
 
-    def refuse(self, status: int | None, retry_after: int | None = None) -> None:
-        """From now on, answer every upgrade with HTTP `status` (None: accept again)."""
+    def refuse(self, status: int | None, retry_after: int | str | None = None,
+               headers: dict[str, str] | None = None) -> None:
+        """From now on, answer every upgrade with HTTP `status` (None: accept again), with a
+        Retry-After when given and any other `headers`."""
         with self._lock:
-            self._refuse = None if status is None else (int(status), retry_after)
+            self._refuse = None if status is None else (int(status), retry_after, dict(headers or {}))
 
     def accept(self) -> None:
         self.refuse(None)
@@ -422,19 +541,19 @@ class Backend:
     async def _process_request(self, ws: ServerConnection, request):
         cid = next(self._ids)
         ws.conn_id = cid  # type: ignore[attr-defined]
-        headers = {k: v for k, v in request.headers.raw_items()}
-        auth = request.headers.get("Authorization")
-        attempt = Attempt(time.monotonic(), cid, auth, request.path, headers)
+        raw = list(request.headers.raw_items())
+        remote = ws.remote_address
+        attempt = Attempt(time.monotonic(), cid, request.headers.get("Authorization"), request.path,
+                          {k: v for k, v in raw}, wall=time.time(), header_list=[[k, v] for k, v in raw],
+                          remote=list(remote[:2]) if remote else None)
+        ws.attempt = attempt  # type: ignore[attr-defined]
         with self._lock:
             self._attempts.append(attempt)
             refuse = self._refuse
         if refuse is not None:
-            status, retry_after = refuse
+            status, retry_after, headers = refuse
             attempt.refused = status
-            response = ws.respond(http.HTTPStatus(status), f"refused with {status} by the test backend\n")
-            if retry_after is not None:
-                response.headers["Retry-After"] = str(retry_after)
-            return response
+            return _refusal(ws, status, retry_after, headers)
         if self._blackholed:
             # Say nothing until the black hole ends; the client's connect timeout fires first.
             await self._unblackholed.wait()
@@ -442,6 +561,21 @@ class Backend:
             attempt.refused = 0
             return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "black hole\n")
         return None
+
+    def _process_response(self, ws: ServerConnection, request, response):
+        attempt = getattr(ws, "attempt", None)
+        if attempt is not None:
+            attempt.status = response.status_code
+            attempt.subprotocol = response.headers.get("Sec-WebSocket-Protocol")
+        return None
+
+    def _select_subprotocol(self, ws: ServerConnection, offered):
+        for p in self.subprotocols:
+            if p in offered:
+                return p
+        if not offered:
+            return None
+        raise NegotiationError("invalid subprotocol; expected one of " + ", ".join(self.subprotocols))
 
     async def _handler(self, ws: ServerConnection):
         cid = ws.conn_id  # type: ignore[attr-defined]
@@ -460,7 +594,10 @@ class Backend:
             ws.transport.pause_reading()
         try:
             async for message in ws:
-                self._received(conn, message)
+                if self.protocol == "echo":
+                    await self._echo(conn, ws, message)
+                else:
+                    self._received(conn, message)
         except ConnectionClosed:
             pass
         finally:
@@ -472,6 +609,39 @@ class Backend:
                     conn.close_reason = rcvd.reason
                 for key in list(conn.rooms):
                     self._members.get(key, set()).discard(cid)
+
+    async def _echo(self, conn: Conn, ws: ServerConnection, message) -> None:
+        with self._lock:
+            conn.frames.append(Frame(time.monotonic(), "binary" if isinstance(message, bytes) else "text", message))
+        if isinstance(message, str) and message.startswith("__") and await self._command(ws, message):
+            return
+        await ws.send(message)
+
+    async def _command(self, ws: ServerConnection, message: str) -> bool:
+        """Answers an echo-protocol command; False when the message is not one."""
+        word, _, rest = message.partition(" ")
+        if word == "__headers__" and not rest:
+            await ws.send(json.dumps(ws.attempt.record()))  # type: ignore[attr-defined]
+        elif word == "__connections__" and not rest:
+            await ws.send(json.dumps([a.record() for a in self.attempts()]))
+        elif word == "__close__":
+            code_text, _, reason = rest.partition(" ")
+            try:
+                code = int(code_text) if code_text else 1000
+                Close(code, reason).check()
+                if len(reason.encode()) > 123:
+                    raise ValueError("reason longer than 123 bytes")
+            except Exception as e:  # noqa: BLE001 - any invalid request is answered
+                await ws.send(f"__error__ invalid close request: {e}")
+                return True
+            await ws.close(code, reason)
+        elif word == "__drop__" and not rest:
+            ws.transport.abort()
+        elif word == "__mute__" and not rest:
+            ws.transport.pause_reading()
+        else:
+            return False
+        return True
 
     def _received(self, conn: Conn, message) -> None:
         t = time.monotonic()
@@ -521,6 +691,21 @@ class Backend:
                     asyncio.ensure_future(_send_quietly(c.ws, frame))
 
 
+def _refusal(ws: ServerConnection, status: int, retry_after, headers: dict[str, str]):
+    """An HTTP response with any status 200..599, known to the http module or not."""
+    try:
+        phrase = http.HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Test Status"
+    response = ws.respond(http.HTTPStatus.INTERNAL_SERVER_ERROR, f"refused with {status} by the test backend\n")
+    response = dataclasses.replace(response, status_code=status, reason_phrase=phrase)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    for name, value in headers.items():
+        response.headers[name] = value
+    return response
+
+
 async def _send_quietly(ws: ServerConnection, frame) -> None:
     try:
         await ws.send(frame)
@@ -534,3 +719,111 @@ def _quiet_logger():
     logger = logging.getLogger("test-backend")
     logger.setLevel(logging.CRITICAL)
     return logger
+
+
+def _default_certdir() -> Path:
+    return Path(os.environ.get("CHATLINK_TEST_CERTDIR", str(REPO / ".cache" / "test-certs")))
+
+
+def _ssl_context(kind: str, certdir: Path) -> tuple[ssl.SSLContext, Path]:
+    if kind in CERT_KINDS:
+        sys.path.insert(0, str(HERE))
+        import make_certs
+
+        make_certs.ensure(certdir)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certdir / f"{kind}.pem", certdir / f"{kind}.key")
+    return context, (certdir / "ca.pem").resolve()
+
+
+# ---------------------------------------------------------------------------- subprocess
+
+
+def _stdin_closed(stop: threading.Event) -> None:
+    """Sets `stop` when stdin reaches EOF, if stdin is a pipe, socket or terminal."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(0)):
+        return
+
+    def watch():
+        try:
+            while os.read(0, 65536):
+                pass
+        except OSError:
+            pass
+        stop.set()
+
+    threading.Thread(target=watch, name="stdin", daemon=True).start()
+
+
+def _refusal_headers(args) -> tuple[int | None, dict[str, str]]:
+    code = args.status_code
+    retry_after = args.retry_after if code in (429, 503) and args.retry_after else None
+    headers = {}
+    if code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="chatlink-test"'
+    if 300 <= code < 400:
+        headers["Location"] = args.location
+    return retry_after, headers
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="The tests' WebSocket backend, echo protocol (see the module docstring).")
+    ap.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1, ::1, localhost)")
+    ap.add_argument("--port", type=int, default=0, help="port; 0 = pick a free one (default)")
+    ap.add_argument("--tls", metavar="KIND", help="serve wss with <certdir>/KIND.pem/.key")
+    ap.add_argument("--certdir", default=str(_default_certdir()),
+                    help="certificate directory (default $CHATLINK_TEST_CERTDIR or <repo>/.cache/test-certs)")
+    ap.add_argument("--mode", nargs="+", default=["echo"], metavar="MODE", help="'echo' (default) or 'status CODE'")
+    ap.add_argument("--retry-after", type=int, default=7, help="Retry-After for 429/503 (0 = none)")
+    ap.add_argument("--location", default="ws://127.0.0.1:1/elsewhere", help="Location for 3xx")
+    ap.add_argument("--subprotocols", type=lambda s: [p for p in s.split(",") if p], default=[],
+                    help="comma-separated subprotocols, preferred first")
+    ap.add_argument("--subprotocols-optional", action="store_true", help="accept clients that offer no subprotocol")
+    ap.add_argument("--no-compression", action="store_true", help="disable permessage-deflate")
+    ap.add_argument("--ping-interval", type=float, default=20, help="seconds; 0 = no keepalive pings")
+    ap.add_argument("--ping-timeout", type=float, default=20, help="seconds; 0 = wait forever")
+    ap.add_argument("--max-size", type=int, default=2**20, help="max message bytes; 0 = unlimited")
+    ap.add_argument("--no-stdin-watch", action="store_true", help="do not exit on stdin EOF")
+    args = ap.parse_args(argv)
+    mode = args.mode
+    if mode == ["echo"]:
+        args.status_code = None
+    elif len(mode) == 2 and mode[0] == "status" and mode[1].isdigit() and 200 <= int(mode[1]) <= 599:
+        args.status_code = int(mode[1])
+    else:
+        ap.error(f"--mode wants 'echo' or 'status CODE' (CODE 200..599), got {' '.join(mode)!r}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    backend = Backend(protocol="echo", host=args.host, port=args.port, tls=args.tls, certdir=Path(args.certdir),
+                      compression=None if args.no_compression else "deflate",
+                      ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout or None,
+                      max_size=args.max_size or None, subprotocols=args.subprotocols,
+                      subprotocols_optional=args.subprotocols_optional)
+    if args.status_code is not None:
+        retry_after, headers = _refusal_headers(args)
+        backend.refuse(args.status_code, retry_after, headers)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    backend.start()
+    info = {"port": backend.port, "host": args.host, "url": backend.url, "tls": args.tls,
+            "ca": str(backend.ca) if backend.ca else None, "mode": args.mode[0], "pid": os.getpid()}
+    sys.stdout.write(json.dumps(info) + "\n")
+    sys.stdout.flush()
+    if not args.no_stdin_watch:
+        _stdin_closed(stop)
+    while not stop.wait(0.5):
+        pass
+    backend.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

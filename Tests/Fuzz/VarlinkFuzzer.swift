@@ -5,7 +5,7 @@
 // scripts/fuzz.sh builds WebSocket, JSON and Varlink as modules and compiles this file
 // against them (public API only); see its header comment for the exact commands.
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   mode, taken modulo 5:
 //              0 a byte stream through VarlinkFramer, split into chunks chosen by byte 2;
@@ -45,7 +45,7 @@
 //    and names the first element that is not a string;
 //  - a == b implies b == a and equal hashes (JSONValue's Hashable contract).
 //
-// Bugs this fuzzer found, all fixed (their inputs stay in Fuzz/corpus/varlink/crash-*):
+// Bugs this fuzzer found, all fixed (their inputs stay in Tests/Fuzz/corpus/varlink/crash-*):
 // JSONValue.parse refused nesting the scanner (and so the store) accepts; 1e400 parsed to
 // infinity and serialised as null; JSONValue's hash disagreed with == (ints vs doubles)
 // and == was not transitive; JSONScanner reported nested
@@ -447,7 +447,8 @@ func keySet(_ choice: UInt8, for ref: Ref?) -> KeySet {
   switch choice & 7 {
   case 0: return KeySet()
   // EnvelopeProtocol.decode (the defaults of [Envelope]).
-  case 1: return KeySet(top: bytes("event", "data"), nestedIn: 1, nested: bytes("room_id", "client_id"))
+  case 1:
+    return KeySet(top: bytes("event", "data"), nestedIn: 1, nested: bytes("room_id", "client_id"))
   // A Varlink call and Send/History parameters.
   case 2:
     return KeySet(
@@ -734,7 +735,9 @@ func checkCall(_ m: [UInt8], _ ref: Ref?, _ parsed: JSONValue?) {
   }
   switch decoded {
   case .failure(let error):
-    require(error == expected, "VarlinkCall.decode threw \(error), expected \(String(describing: expected))")
+    require(
+      error == expected,
+      "VarlinkCall.decode threw \(error), expected \(String(describing: expected))")
     _ = VarlinkReply(error).encoded
   case .success(let call):
     require(expected == nil, "VarlinkCall.decode accepted \(hex(m)), expected \(expected!)")
@@ -742,7 +745,8 @@ func checkCall(_ m: [UInt8], _ ref: Ref?, _ parsed: JSONValue?) {
     require(
       .string(Array(call.method.utf8)) == r.member(Array("method".utf8)),
       "method \(call.method) differs from the message")
-    require(same(call.parameters, r.member(Array("parameters".utf8)) ?? .object([])), "parameters differ")
+    require(
+      same(call.parameters, r.member(Array("parameters".utf8)) ?? .object([])), "parameters differ")
     require(call.oneway == (r.member(Array("oneway".utf8)) == .bool(true)), "oneway differs")
     require(call.more == (r.member(Array("more".utf8)) == .bool(true)), "more differs")
     _ = call.interface
@@ -906,7 +910,8 @@ func runBuilt(_ a: UInt8, _ b: UInt8, _ payload: [UInt8]) {
   var method = r.string()
   if method.isEmpty { method = "io.chatlink.Daemon.Ping" }
   let parameters = buildObject(&r, depth: 1)
-  let call = VarlinkCall(method: method, parameters: parameters, oneway: b & 1 != 0, more: b & 2 != 0)
+  let call = VarlinkCall(
+    method: method, parameters: parameters, oneway: b & 1 != 0, more: b & 2 != 0)
   var finiteCall = call
   finiteCall.parameters = finite(parameters)
   checkCallRoundTrip(finiteCall)

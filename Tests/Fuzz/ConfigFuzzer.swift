@@ -7,7 +7,7 @@
 // this file against them (public API only), with .build/fuzz/gen/Shipped.swift: the shipped
 // file's bytes (`shippedConfigHex`).
 //
-// Input layout (Fuzz/make_seed_corpus.py writes the seeds in it):
+// Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   mode, taken modulo 3:
 //              0 arbitrary text: the payload, split at its first two NUL bytes into up to
@@ -39,7 +39,7 @@
 //    line breaks inside values) and is usable: its headers and subprotocols are accepted by
 //    the WebSocket handshake the daemon will build from them.
 //
-// Bugs this fuzzer found, all fixed (their inputs stay in Fuzz/corpus/config/crash-*):
+// Bugs this fuzzer found, all fixed (their inputs stay in Tests/Fuzz/corpus/config/crash-*):
 // INIParser read a CRLF file as one line; the loader accepted Header= and Subprotocol=
 // values the handshake refuses (so every connect failed); a continuation line ending in a
 // backslash and blanks did not continue; URL= took an IPv6 address with a stray bracket
@@ -303,22 +303,23 @@ let envelopeFields: [String: WritableKeyPath<Configuration.Envelope, String> & S
 let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
 /// Every section and key chatlinkd.conf(5) documents.
-let settingKeys: [(section: String, key: String)] = [
-  ("Backend", "URL"), ("Backend", "TokenFile"), ("Backend", "Header"),
-  ("Backend", "Subprotocol"), ("Backend", "CAFile"), ("Backend", "Proxy"),
-  ("Backend", "Protocol"), ("Backend", "Rooms"), ("Backend", "Sender"),
-  ("Backend", "PingIntervalSec"), ("Backend", "PongTimeoutSec"),
-  ("Backend", "ConnectTimeoutSec"), ("Backend", "ReconnectMinSec"),
-  ("Backend", "ReconnectMaxSec"), ("Backend", "Compression"), ("Backend", "MaxMessageSize"),
-  ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
-  ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
-  ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
-  ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
-  ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
-  ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
-  ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
-  ("STOMP", "HeartBeatMSec"),
-] + envelopeFields.keys.sorted().map { ("Envelope", $0) }
+let settingKeys: [(section: String, key: String)] =
+  [
+    ("Backend", "URL"), ("Backend", "TokenFile"), ("Backend", "Header"),
+    ("Backend", "Subprotocol"), ("Backend", "CAFile"), ("Backend", "Proxy"),
+    ("Backend", "Protocol"), ("Backend", "Rooms"), ("Backend", "Sender"),
+    ("Backend", "PingIntervalSec"), ("Backend", "PongTimeoutSec"),
+    ("Backend", "ConnectTimeoutSec"), ("Backend", "ReconnectMinSec"),
+    ("Backend", "ReconnectMaxSec"), ("Backend", "Compression"), ("Backend", "MaxMessageSize"),
+    ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
+    ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
+    ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
+    ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
+    ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
+    ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
+    ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
+    ("STOMP", "HeartBeatMSec"),
+  ] + envelopeFields.keys.sorted().map { ("Envelope", $0) }
 
 /// An integer in `range`, as Swift reads one (an optional sign, then digits).
 func refInteger(_ text: String, _ range: ClosedRange<Int>) -> Int? {
@@ -356,7 +357,8 @@ func referenceDialect(_ a: RefAssignment, to c: inout Configuration) -> Applied 
   case ("MQTT", "CleanStart"): return set(boolean(v)) { c.mqttCleanStart = $0 }
   case ("MQTT", "SessionExpirySec"):
     return set(refInteger(v, 0...4_294_967_295)) { c.mqttSessionExpiry = .seconds($0) }
-  case ("MQTT", "KeepAliveSec"): return set(refInteger(v, 1...65535)) { c.mqttKeepAlive = .seconds($0) }
+  case ("MQTT", "KeepAliveSec"):
+    return set(refInteger(v, 1...65535)) { c.mqttKeepAlive = .seconds($0) }
   case ("MQTT", "Username"): c.mqttUsername = v.isEmpty ? nil : v
   case ("MQTT", "QoS"): return set(refInteger(v, 0...1)) { c.mqttQoS = UInt8($0) }
   case ("MQTT", "TopicPrefix"):
@@ -445,7 +447,8 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     switch a.key {
     case "Directory": return set(v.hasPrefix("/") ? v : nil) { c.storeDirectory = $0 }
     case "Sync": return set(Configuration.SyncMode(rawValue: v.lowercased())) { c.sync = $0 }
-    case "SyncIntervalMSec": return set(positive(v, max: 60_000)) { c.syncInterval = .milliseconds($0) }
+    case "SyncIntervalMSec":
+      return set(positive(v, max: 60_000)) { c.syncInterval = .milliseconds($0) }
     case "MaxFileSize": return set(size(v, min: 4096)) { c.maxFileSize = $0 }
     case "MaxFiles":
       guard let n = positive(v, max: 10_000) else { return .invalid }
@@ -575,7 +578,8 @@ func checkLoad(_ sources: [Source]) -> Configuration? {
       if reference {
         let expected = referenceParse(text, file: file)
         let got = assignments.map {
-          RefAssignment(section: $0.section, key: $0.key, value: $0.value, file: $0.file, line: $0.line)
+          RefAssignment(
+            section: $0.section, key: $0.key, value: $0.value, file: $0.file, line: $0.line)
         }
         require(
           expected == .success(got),
@@ -584,14 +588,20 @@ func checkLoad(_ sources: [Source]) -> Configuration? {
       }
     } catch {
       require(error.file == file, "INIParser error names \(error.file), parsing \(file)")
-      require(error.line >= 1 && error.line <= lines, "INIParser error line \(error.line) of \(lines)")
+      require(
+        error.line >= 1 && error.line <= lines, "INIParser error line \(error.line) of \(lines)")
       _ = error.description
       if reference {
         let expected = referenceParse(text, file: file)
         if case .failure(let e) = expected {
-          require(e.line == error.line, "INIParser fails at line \(error.line), reference at \(e.line): \(show(text))")
+          require(
+            e.line == error.line,
+            "INIParser fails at line \(error.line), reference at \(e.line): \(show(text))")
         } else {
-          require(false, "INIParser refuses \(show(text)) at line \(error.line): \(error.message); reference accepts")
+          require(
+            false,
+            "INIParser refuses \(show(text)) at line \(error.line): \(error.message); reference accepts"
+          )
         }
       }
       if firstParseFailure == nil { firstParseFailure = (index, error) }
@@ -616,7 +626,7 @@ func checkLoad(_ sources: [Source]) -> Configuration? {
         "line 0 for \(error)")
       require(firstParseFailure == nil, "validation error \(error) though a file does not parse")
     }
-    if case let (failed, parseError)? = firstParseFailure {
+    if case (let failed, let parseError)? = firstParseFailure {
       require(
         error.line == 0 || index < failed || error == parseError,
         "load reports \(error), but \(names[failed]) fails first: \(parseError)")
@@ -633,7 +643,8 @@ func checkLoad(_ sources: [Source]) -> Configuration? {
     }
     return nil
   }
-  require(firstParseFailure == nil, "loaded though \(names[firstParseFailure!.index]) does not parse")
+  require(
+    firstParseFailure == nil, "loaded though \(names[firstParseFailure!.index]) does not parse")
   checkInvariants(loaded, sources)
   if reference {
     switch referenceLoad(sources) {
@@ -729,7 +740,9 @@ func runFiles(_ payload: [UInt8]) {
       files[files.count - 1].append(byte)
     }
   }
-  let sources: [Source] = files.enumerated().map { (fileNames[$0.offset], String(decoding: $0.element, as: UTF8.self)) }
+  let sources: [Source] = files.enumerated().map {
+    (fileNames[$0.offset], String(decoding: $0.element, as: UTF8.self))
+  }
   checkLoad(sources)
 }
 

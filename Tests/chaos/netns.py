@@ -3,7 +3,7 @@ here has no netem (nor u32/matchall filters), so the faults are queueing discipl
 ends of the veth: `pfifo limit 0` drops every packet (a true black hole: no ACK, no RST, a
 half-open connection for both peers), `tbf` limits the rate with a small queue, so a flood
 meets a congested link with tail drops that TCP must retransmit. Everything it creates is
-named with the run's prefix and removed by `delete()` (and by chaos/run.sh's trap)."""
+named with the run's prefix and removed by `delete()` (and by Tests/chaos/run.sh's trap)."""
 
 from __future__ import annotations
 

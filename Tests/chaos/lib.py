@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHAOS = Path(__file__).resolve().parent
 INTEGRATION = REPO / "Tests" / "integration"
 FIXTURES = REPO / "Tests" / "Fixtures"
@@ -682,7 +682,7 @@ def cleanup_daemons(sc: Scenario) -> None:
 
 
 class StatusPoller:
-    """chaos/poller.py in its own process for `seconds`, or until stop()."""
+    """Tests/chaos/poller.py in its own process for `seconds`, or until stop()."""
 
     def __init__(self, socket_path: str, seconds: float, interval: float = 0.05):
         self.proc = subprocess.Popen([sys.executable, str(CHAOS / "poller.py"), socket_path, str(seconds),
