@@ -42,6 +42,12 @@ public protocol BackendProtocol {
   mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening
   /// The frame that joins a room, if the dialect has one.
   mutating func join(_ room: RoomID) -> Message?
+  /// Whether joining a room tells the backend the newest id stored for it, so the backend
+  /// replays what came after (`join(_:after:)`); the core then asks for those ids first.
+  var joinsAfterStoredID: Bool { get }
+  /// The frame that joins a room, asking for what came after `lastID` (nil: a room never
+  /// stored). By default, `join(_:)`.
+  mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message?
   /// The frame that leaves a room, if the dialect has one.
   mutating func leave(_ room: RoomID) -> Message?
   /// Why `entry` cannot be sent at all with this dialect (e.g. no topic), or nil: such an
@@ -77,6 +83,8 @@ public protocol BackendProtocol {
 
 extension BackendProtocol {
   public var offeredSubprotocols: [String] { [] }
+  public var joinsAfterStoredID: Bool { false }
+  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? { join(room) }
   public var confirmsByPong: Bool { true }
   public var framesAreSingleLineJSON: Bool { false }
   public var maxFrameSize: Int? { nil }
@@ -170,6 +178,10 @@ public struct InboundMessage: Sendable {
   /// What the dialect keeps besides the payload, as a JSON object (MQTT's QoS and
   /// properties), stored as the record's `meta`.
   public var meta: [UInt8]?
+  /// The backend's stable id of this message, unique within its room (its text: a string's
+  /// content, a number's digits), when the dialect is told where to find one: the store keeps
+  /// it in the record and drops a message whose id its room has had recently.
+  public var id: [UInt8]?
 
   /// Creates a record's content.
   public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil) {
