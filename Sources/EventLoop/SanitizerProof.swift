@@ -46,10 +46,16 @@
       }
     }
 
-    /// Runs `step` `rounds` times on a new thread and on this one at once.
+    /// Runs `step` `rounds` times on a new thread and on this one at once. A barrier before
+    /// and after the steps keeps both threads alive and stepping together, so that what they
+    /// do in between is ordered by nothing (ThreadSanitizer may miss a race with a thread that
+    /// has already ended).
     static func onTwoThreads(_ step: @escaping @Sendable () -> Void) {
+      let barrier = Barrier(parties: 2)
       let body: @Sendable () -> Void = {
+        barrier.wait()
         for _ in 0..<rounds { step() }
+        barrier.wait()
       }
       let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
       var thread = pthread_t()
@@ -62,11 +68,26 @@
         }, context)
       guard rc == 0 else {
         Unmanaged<ThreadBody>.fromOpaque(context).release()
-        return body()
+        return
       }
       body()
       pthread_join(thread, nil)
     }
+  }
+
+  /// A pthread barrier that ThreadSanitizer sees, for `SanitizerProof.onTwoThreads`.
+  private final class Barrier: @unchecked Sendable {
+    // Unchecked: the barrier is made for threads to wait on it at once; it never moves.
+    private let barrier = UnsafeMutablePointer<pthread_barrier_t>.allocate(capacity: 1)
+
+    init(parties: UInt32) { pthread_barrier_init(barrier, nil, parties) }
+
+    deinit {
+      pthread_barrier_destroy(barrier)
+      barrier.deallocate()
+    }
+
+    func wait() { pthread_barrier_wait(barrier) }
   }
 
   /// A counter whose Sendable conformance is a lie: the race of `SanitizerProof.race`.

@@ -2,11 +2,11 @@
 
 /// A value shared by threads, reached only under a pthread mutex.
 ///
-/// The one lock of Sources. Not `Synchronization.Mutex`: on Linux it locks with raw futex
-/// calls that ThreadSanitizer does not see, so every access under it is reported as a race,
-/// and a sanitizer that cries wolf hides the real ones. ThreadSanitizer intercepts
-/// `pthread_mutex_lock`, so a report under this lock is a race; an uncontended pthread
-/// mutex costs what the futex does.
+/// The one lock of Sources. Not `Synchronization.Mutex`: on Linux, when contended, it waits
+/// in raw futex calls that ThreadSanitizer does not see, so the accesses under it are reported
+/// as races, and a sanitizer that cries wolf hides the real ones. ThreadSanitizer intercepts
+/// `pthread_mutex_lock`, so a report under this lock is a race; an uncontended pthread mutex
+/// costs what the futex does.
 public final class ThreadLock<State> {
   // The mutex lives in memory of its own because a pthread mutex must not move once
   // initialised.
