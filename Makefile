@@ -1,12 +1,12 @@
 # ChatLink. The two promised commands:
 #   make run    set up, build, and run chatlinkd against the bundled local demo backend
-#   make test   set up, and run every test (lint, unit, integration, allocations, Autobahn, fuzz, e2e)
+#   make test   set up, and run every test (lint, unit, integration, allocations, sanitizers, Autobahn, fuzz, e2e)
 SWIFT ?= swift
 STRICT := -Xswiftc -warnings-as-errors
 PYTHON := $(CURDIR)/.venv/bin/python
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup setup-test build release run test lint format unit integration alloc autobahn fuzz deb e2e chaos chaos-quick powerloss clean
+.PHONY: all setup setup-test build release run test lint format unit integration alloc sanitize autobahn fuzz deb e2e chaos chaos-quick powerloss clean
 
 all: build
 
@@ -25,7 +25,7 @@ release: setup
 run: release
 	scripts/run-demo.sh
 
-test: setup-test lint unit integration alloc autobahn fuzz e2e
+test: setup-test lint unit integration alloc sanitize autobahn fuzz e2e
 	@echo "make test: all green"
 
 lint:
@@ -57,6 +57,12 @@ alloc:
 	$(SWIFT) build -c release $(STRICT) --product chatlinkd
 	CHATLINK_ALLOC=1 CHATLINK_BIN=$$($(SWIFT) build -c release --show-bin-path) \
 	  Tests/integration/run.sh -k test_allocations
+
+# The unit tests and an integration subset under AddressSanitizer (UBSan on our C) and under
+# ThreadSanitizer, each build in a scratch path of its own; any report fails the run with its
+# stack (Tests/sanitize/README.md). About 5 minutes on 2 cores.
+sanitize: setup-test
+	SWIFT=$(SWIFT) Tests/sanitize/run.sh
 
 # The full Autobahn|Testsuite (517 cases, compression included) against our client agent.
 autobahn:

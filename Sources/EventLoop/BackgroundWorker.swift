@@ -1,6 +1,5 @@
 import CSystem
 @preconcurrency import Glibc
-import Synchronization
 
 /// A thread for work that may block (DNS lookups, fsync), whose results come back to the
 /// loop through an eventfd the loop watches. Jobs and results are handed over, never shared.
@@ -46,9 +45,9 @@ public final class BackgroundWorker {
   }
 }
 
-/// The part of a worker both threads touch: two queues under one mutex and two eventfds.
+/// The part of a worker both threads touch: two queues under one lock and two eventfds.
 private final class WorkerShared: Sendable {
-  private struct Queues: ~Copyable {
+  private struct Queues: Sendable {
     var jobs: [(UInt64, @Sendable () -> any Sendable)] = []
     var results: [(UInt64, any Sendable)] = []
     var stopping = false
@@ -59,7 +58,7 @@ private final class WorkerShared: Sendable {
   let jobFD: Int32
   /// Counts results for the loop, which watches it.
   let doneFD: Int32
-  private let queues = Mutex(Queues())
+  private let queues = ThreadLock(Queues())
 
   init(name: String) throws(SystemError) {
     self.name = name

@@ -28,6 +28,17 @@ func fail(_ message: String, code: Int32) -> Never {
   exit(code)
 }
 
+#if DEBUG
+  // make sanitize's proof that the sanitizer builds report a known bug (Tests/sanitize).
+  if let name = SanitizerProof.requested() {
+    guard let proof = SanitizerProof(rawValue: name) else {
+      fail("no sanitizer proof named '\(name)'", code: 2)
+    }
+    print(proof.run())
+    exit(0)
+  }
+#endif
+
 Memory.configureAllocator()
 var configPath: String?
 var instance: Instance?
