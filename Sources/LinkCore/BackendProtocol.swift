@@ -184,10 +184,11 @@ public struct InboundMessage: Sendable {
   public var id: [UInt8]?
 
   /// Creates a record's content.
-  public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil) {
+  public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil, id: [UInt8]? = nil) {
     self.payload = payload
     self.scan = scan
     self.room = room
+    self.id = id
   }
 }
 

@@ -14,6 +14,12 @@ public struct EnvelopeNames: Sendable, Hashable {
   public var leaveEvent = "leave-room"
   public var sendEvent = "send-message"
   public var messageEvent = "message"
+  /// The member of an inbound event's data that holds the backend's message id; empty: none
+  /// (the catch-up extension, README "For backend authors").
+  public var idField = ""
+  /// The member of a join's data that carries the newest id stored for the room, so the
+  /// backend replays what came after it; empty: joins carry none.
+  public var sinceField = ""
   /// Creates the seeds' names.
   public init() {}
 }
@@ -38,7 +44,8 @@ public struct EnvelopeProtocol: BackendProtocol {
   public init(names: EnvelopeNames = EnvelopeNames(), sender: String) {
     self.names = names
     topKeys = JSONScanner.Keys([names.eventField, names.dataField])
-    nestedKeys = JSONScanner.Keys([names.roomField, names.clientIDField])
+    nestedKeys = JSONScanner.Keys(
+      [names.roomField, names.clientIDField] + (names.idField.isEmpty ? [] : [names.idField]))
     fields = MessageFields(names: names, sender: sender)
     sendOpening = Self.opening(names, names.sendEvent)
     messageEventName = Array(names.messageEvent.utf8)
@@ -48,6 +55,21 @@ public struct EnvelopeProtocol: BackendProtocol {
   public var framesAreSingleLineJSON: Bool { true }
 
   public mutating func join(_ room: RoomID) -> Message? { roomEvent(names.joinEvent, room) }
+
+  public var joinsAfterStoredID: Bool { !names.sinceField.isEmpty }
+
+  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
+    guard let lastID, !names.sinceField.isEmpty else { return join(room) }
+    var out = Self.opening(names, names.joinEvent)
+    fields.appendRoom(room, to: &out)
+    out.removeLast()
+    out.append(UInt8(ascii: ","))
+    JSONString.append(names.sinceField, to: &out)
+    out.append(UInt8(ascii: ":"))
+    MessageID.appendJSON(lastID, to: &out)
+    out.append(contentsOf: "}}".utf8)
+    return .text(out)
+  }
 
   public mutating func leave(_ room: RoomID) -> Message? { roomEvent(names.leaveEvent, room) }
 
@@ -132,8 +154,11 @@ public struct EnvelopeProtocol: BackendProtocol {
       guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
       return Self.string(raw, scan.nested[1])
     }
+    let id = scan.nested.count > 2 ? message.withUnsafeBytes { raw in
+      MessageID.text(raw, scan.nested[2])
+    } : nil
     reading.record = InboundMessage(
-      payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room)
+      payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)
   }
 
   /// The room's bytes: the previous frame's array when they are the same.

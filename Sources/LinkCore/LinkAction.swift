@@ -38,6 +38,9 @@ public enum LinkAction {
   case failed(OutboxEntry, reason: String)
   /// Report `.outbox` with the pending entries.
   case requestOutbox
+  /// Report `.positions` with the newest id stored for each of these rooms, at once: the
+  /// dialect joins them after those ids (the backend replays what came after).
+  case requestPositions([RoomID])
   /// Stop reading from the socket (the store is behind).
   case pauseReading
   /// Read again.

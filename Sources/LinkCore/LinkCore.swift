@@ -56,6 +56,8 @@ public struct LinkCore {
   var ledger = DeliveryLedger()
   /// Inbound acknowledgements waiting for their records to be durable.
   var acknowledgements = DurableAcknowledgements()
+  /// Rooms to join once the store has said their newest ids (`.requestPositions`).
+  var awaitingPositions: [RoomID] = []
   var keepalive: Keepalive
   /// The rooms from Rooms=, as distinct from rooms joined at run time.
   var configuredRooms: [RoomID]
@@ -97,6 +99,7 @@ public struct LinkCore {
     case .storeBehind(let behind): storeBehind(behind, &actions)
     case .stored(let seq): acknowledgements.stored(seq: seq)
     case .durable(let seq): durable(through: seq, &actions)
+    case .positions(let positions): joinAwaited(positions, &actions)
     case .outbox(let pending, let buffered): sendOutbox(pending, buffered, now: now, &actions)
     case .pingRequested(let id): operatorPing(id, now: now, &actions)
     case .join(let room): join(room, &actions)
@@ -163,9 +166,7 @@ public struct LinkCore {
       armDeadline(now: now, &actions)
     }
     setState(.open, "connected", &actions)
-    for room in rooms {
-      if let frame = backend.join(room) { actions.append(.send(frame)) }
-    }
+    join(rooms, &actions)
     ledger.reset()
     actions.append(.requestOutbox)
     actions.append(.arm(.keepalive, after: probeInterval))
@@ -223,6 +224,7 @@ public struct LinkCore {
     for id in keepalive.reset() { actions.append(.pingFailed(id: id, .notConnected)) }
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
     ledger.reset()
+    awaitingPositions = []
     // The backend redelivers what this connection did not acknowledge.
     if !acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
     acknowledgements.connectionEnded()
@@ -253,7 +255,33 @@ public struct LinkCore {
   private mutating func join(_ room: RoomID, _ actions: inout [LinkAction]) {
     guard backend.hasRooms, !rooms.contains(room) else { return }
     rooms.append(room)
-    if phase == .ready, let frame = backend.join(room) { actions.append(.send(frame)) }
+    if phase == .ready { join([room], &actions) }
+  }
+
+  /// Joins `rooms` on the open connection: at once, or once the store has said the newest id
+  /// of each, when the dialect joins after them.
+  private mutating func join(_ rooms: [RoomID], _ actions: inout [LinkAction]) {
+    guard backend.joinsAfterStoredID else {
+      for room in rooms {
+        if let frame = backend.join(room) { actions.append(.send(frame)) }
+      }
+      return
+    }
+    guard !rooms.isEmpty else { return }
+    awaitingPositions.append(contentsOf: rooms)
+    actions.append(.requestPositions(rooms))
+  }
+
+  /// The store said the newest ids: the rooms waiting for them are joined after those ids
+  /// (those left since, or asked for on a connection that has ended, are not).
+  private mutating func joinAwaited(_ positions: [RoomID: [UInt8]], _ actions: inout [LinkAction])
+  {
+    let waiting = awaitingPositions
+    awaitingPositions = []
+    guard phase == .ready else { return }
+    for room in waiting where rooms.contains(room) {
+      if let frame = backend.join(room, after: positions[room]) { actions.append(.send(frame)) }
+    }
   }
 
   private mutating func leave(_ room: RoomID, _ actions: inout [LinkAction]) {

@@ -25,6 +25,9 @@ public enum LinkEvent {
   case stored(seq: UInt64)
   /// Every record through `seq` is durable: the acknowledgements of those records go out.
   case durable(through: UInt64)
+  /// The newest id stored for each of the rooms `.requestPositions` named (a room the store
+  /// has no id for is left out), as asked for before joining them.
+  case positions([RoomID: [UInt8]])
   /// The outbox's pending entries (oldest first) and the bytes the socket holds unsent, as
   /// asked for with `LinkAction.requestOutbox` or because new entries became durable.
   case outbox(ArraySlice<OutboxEntry>, buffered: Int)

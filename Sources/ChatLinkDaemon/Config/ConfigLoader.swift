@@ -218,6 +218,8 @@ public enum ConfigLoader {
       "MaxMessageSize": { (c, v) throws(ValueError) in c.maxMessageSize = try size(v, min: 1024) },
     ],
     "Envelope": [
+      "IDField": { (c, v) throws(ValueError) in c.envelope.idField = v },
+      "SinceField": { (c, v) throws(ValueError) in c.envelope.sinceField = v },
       "EventField": field(\.eventField),
       "DataField": field(\.dataField),
       "RoomField": field(\.roomField),
@@ -326,6 +328,12 @@ public enum ConfigLoader {
         if c.maxFiles < 2 {
           throw ValueError(message: "must be at least 2 (the live file and one rotated file)")
         }
+      },
+      "DedupeWindow": { (c, v) throws(ValueError) in
+        guard let value = Int(v), (0...1_000_000).contains(value) else {
+          throw ValueError(message: "'\(v)' is not a number of ids from 0 to 1000000")
+        }
+        c.dedupeWindow = value
       },
     ],
     "Outbox": [

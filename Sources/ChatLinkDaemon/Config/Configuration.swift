@@ -115,6 +115,9 @@ public struct Configuration: Sendable, Hashable {
   public var maxFileSize = 64 << 20
   /// Keep this many files in all (the live one and rotated ones).
   public var maxFiles = 8
+  /// The most recent inbound message ids kept per room, for dropping what the backend
+  /// delivers again (DedupeWindow=); 0 keeps none.
+  public var dedupeWindow = 10_000
 
   // [Outbox]
   /// The most unconfirmed outgoing messages kept; sends beyond it are refused.
@@ -169,7 +172,7 @@ public struct Configuration: Sendable, Hashable {
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
-      "\(maxFileSize)", "\(maxFiles)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
+      "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
       socketGroup, metricsListen?.description ?? "", logLevel, instance?.name ?? "",
     ]
   }

@@ -221,7 +221,8 @@ public final class Daemon {
       self.publishStatus()
     }
     forwardLinkEvents()
-    link.start()
+    // The backend may deliver again what the store has: connect once the store knows its ids.
+    store.whenDedupeReady { [unowned self] in self.link.start() }
     logger.info(
       "started",
       [

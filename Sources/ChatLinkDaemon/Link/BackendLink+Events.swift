@@ -78,19 +78,28 @@ extension BackendLink {
 
   // MARK: Store
 
-  /// Appends an inbound record to the store; returns its seq.
+  /// Appends an inbound record to the store (unless the store has its id already); returns
+  /// its seq, or for a duplicate the last seq stored.
   func storeInbound(_ record: InboundMessage) -> UInt64 {
     // The time of the read that brought the frame (records come only from the client's reads).
     let time = readTime
-    let seq = store.append(
-      direction: .inbound, room: record.room, meta: record.meta, payload: record.payload,
+    let (seq, duplicate) = store.appendInbound(
+      room: record.room, id: record.id, meta: record.meta, payload: record.payload,
       scan: record.scan, time: time)
+    if duplicate {
+      logger.debug("inbound message already stored; dropped", ["room": roomText(record.room)])
+      return seq
+    }
     if case .notJSON = record.scan {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])
     }
     onInbound?(record, seq, time)
     checkBackpressure()
     return seq
+  }
+
+  private func roomText(_ room: [UInt8]?) -> String {
+    room.map { String(decoding: $0, as: UTF8.self) } ?? "null"
   }
 
   /// Stores the "out" record of each confirmed entry, with the frame that went out.

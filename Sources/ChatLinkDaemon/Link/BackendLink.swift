@@ -220,6 +220,7 @@ public final class BackendLink: WebSocketClientDelegate {
       storeOutbound(entries)
     case .failed(let entry, let reason): failed(entry, reason)
     case .requestOutbox: offerOutbox()
+    case .requestPositions(let rooms): feed(.positions(store.newestIDs(of: rooms)))
     case .pauseReading: client?.isReadingPaused = true
     case .resumeReading: client?.isReadingPaused = false
     case .stateChanged(let state, let reason):

@@ -47,11 +47,25 @@ struct DedupeWindow {
   @discardableResult
   mutating func insert(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
     guard isEnabled else { return true }
-    let hash = FNV1a.hash64(id, basis: basis)
     let index = window(of: room ?? [])
-    guard windows[index].insert(hash, capacity: capacity) else { return false }
+    guard windows[index].insert(hash(id), capacity: capacity) else { return false }
     windows[index].setNewestID(id)
     return true
+  }
+
+  /// The hash under which `id` is kept (the same for the same id, in this process only).
+  func hash(_ id: some Collection<UInt8>) -> UInt64 { FNV1a.hash64(id, basis: basis) }
+
+  /// Puts back what the store's tail holds of `room`: its ids' hashes, oldest first, and its
+  /// newest id. Ids already kept (records stored since) stay the newest.
+  mutating func restore(room: [UInt8], hashes: [UInt64], newestID: [UInt8]?) {
+    guard isEnabled, !hashes.isEmpty else { return }
+    let index = window(of: room)
+    let kept = windows[index]
+    windows[index] = RoomWindow(room: room)
+    for hash in hashes.suffix(capacity) { _ = windows[index].insert(hash, capacity: capacity) }
+    if let newestID { windows[index].setNewestID(newestID) }
+    windows[index].append(kept, capacity: capacity)
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
@@ -131,6 +145,14 @@ private struct RoomWindow {
     place(UInt32(head))
     head = (head + 1) % ring.count
     return true
+  }
+
+  /// Inserts `later`'s ids after these, oldest first; its newest id becomes the newest.
+  mutating func append(_ later: RoomWindow, capacity: Int) {
+    guard !later.ring.isEmpty else { return }
+    let order = later.ring[later.head...] + later.ring[..<later.head]
+    for hash in order { _ = insert(hash, capacity: capacity) }
+    if let id = later.newestID { setNewestID(id) }
   }
 
   mutating func setNewestID(_ id: some Collection<UInt8>) {

@@ -41,7 +41,27 @@ public enum HistoryReader {
   public static func read(
     paths: [String], query: HistoryQuery, indexDirectory: String? = nil
   ) -> Result<[[UInt8]], SystemError> {
-    var search = Search(query: query)
+    var found: [[UInt8]] = []
+    let limit = query.limit
+    let result = visit(
+      paths: paths, query: query, indexDirectory: indexDirectory,
+      discard: { count in found.removeLast(count) }
+    ) { line in
+      found.append(Array(line))
+      return found.count < limit
+    }
+    return result.map { found.reversed() }
+  }
+
+  /// Hands `visit` each line (without newline) matching `query`, newest first, until it
+  /// returns false or the files end; `query.limit` is not applied. When a file's index turns
+  /// out not to describe the file, `discard` is told how many of the lines handed over came
+  /// from that file, and the file is read again whole.
+  static func visit(
+    paths: [String], query: HistoryQuery, indexDirectory: String? = nil,
+    discard: @escaping (Int) -> Void, _ visit: @escaping (ArraySlice<UInt8>) -> Bool
+  ) -> Result<Void, SystemError> {
+    var search = Search(query: query, visit: visit)
     // A rotation while the query runs renames every file one generation up: the file just
     // read comes again under the next name. Each file (by inode) is read once.
     var read: Set<[UInt64]> = []
@@ -64,20 +84,18 @@ public enum HistoryReader {
           RoomIndexFiles.segments(
             fd: fd, size: size, rotated: generation > 0, directory: indexDirectory) ?? segments
       }
-      let foundBefore = search.found.count
+      search.handedInFile = 0
       switch search.scan(fd: fd, segments: segments, size: size) {
-      case .done: return .success(search.found.reversed())
+      case .done: return .success(())
       case .more: continue
       case .indexMismatch:
         // The index does not describe this file: forget what it led to, scan it all.
-        search.found.removeSubrange(foundBefore...)
+        discard(search.handedInFile)
         let whole = [RoomIndex.Segment.unindexed(start: 0, end: size)]
-        if case .done = search.scan(fd: fd, segments: whole, size: size) {
-          return .success(search.found.reversed())
-        }
+        if case .done = search.scan(fd: fd, segments: whole, size: size) { return .success(()) }
       }
     }
-    return .success(search.found.reversed())
+    return .success(())
   }
 
   /// One query's state across the files it reads.
@@ -86,8 +104,10 @@ public enum HistoryReader {
     let roomJSON: [UInt8]?
     let roomHash: UInt32?
     let sinceTime: [UInt8]?
-    /// Matches, newest first.
-    var found: [[UInt8]] = []
+    /// Takes each match, newest first; false stops the search.
+    let visit: (ArraySlice<UInt8>) -> Bool
+    /// How many matches of the current file went to `visit`.
+    var handedInFile = 0
     // Two buffers for the whole query, reused for every chunk: a rare room reads many
     // blocks, and a fresh 256 KiB array per chunk is a fresh mapping (above malloc's mmap
     // threshold) whose pages are faulted in and zeroed each time.
@@ -98,8 +118,9 @@ public enum HistoryReader {
 
     enum Outcome { case done, more, indexMismatch }
 
-    init(query: HistoryQuery) {
+    init(query: HistoryQuery, visit: @escaping (ArraySlice<UInt8>) -> Bool) {
       self.query = query
+      self.visit = visit
       roomJSON = query.room?.json
       roomHash = roomJSON.map { RoomIndex.roomHash($0) }
       sinceTime = query.sinceTime.map { t -> [UInt8] in
@@ -207,8 +228,8 @@ public enum HistoryReader {
         cursor = previous ?? 0
         switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
         case .yes:
-          found.append(Array(line))
-          if found.count >= query.limit { return true }
+          handedInFile += 1
+          if !visit(line) { return true }
         case .no:
           continue
         case .stop:

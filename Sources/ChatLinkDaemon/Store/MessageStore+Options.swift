@@ -1,3 +1,5 @@
+import LinkCore
+
 extension MessageStore {
   /// Store settings, from [Store].
   public struct Options: Sendable {
@@ -6,18 +8,26 @@ extension MessageStore {
     public var syncInterval: Duration
     public var maxFileSize: Int
     public var maxFiles: Int
+    /// The most recent inbound ids each room keeps for dropping duplicates; 0 keeps none.
+    public var dedupeWindow: Int
+    /// Rooms whose windows are filled from their own records at start, however far back
+    /// those lie (the configured rooms); others from the store's newest records.
+    public var rooms: [RoomID]
 
     /// Creates options.
     public init(
       directory: String, sync: Configuration.SyncMode = .batch,
       syncInterval: Duration = .milliseconds(50),
-      maxFileSize: Int = 64 << 20, maxFiles: Int = 8
+      maxFileSize: Int = 64 << 20, maxFiles: Int = 8, dedupeWindow: Int = 10_000,
+      rooms: [RoomID] = []
     ) {
       self.directory = directory
       self.sync = sync
       self.syncInterval = syncInterval
       self.maxFileSize = maxFileSize
       self.maxFiles = maxFiles
+      self.dedupeWindow = dedupeWindow
+      self.rooms = rooms
     }
 
     /// Takes the [Store] settings of a configuration.
@@ -25,7 +35,9 @@ extension MessageStore {
       self.init(
         directory: configuration.storeDirectory, sync: configuration.sync,
         syncInterval: configuration.syncInterval,
-        maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles)
+        maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles,
+        dedupeWindow: configuration.dedupeWindow,
+        rooms: configuration.rooms.compactMap(RoomID.init))
     }
   }
 }

@@ -34,6 +34,8 @@ public final class MessageStore {
   @exclusivity(unchecked) public private(set) var failure: SystemError?
   /// What the disk jobs did so far, for metrics.
   public private(set) var statistics = StoreStatistics()
+  /// The rooms' recent inbound ids (`MessageStore+Dedupe.swift`).
+  var dedupe: StoreDedupe
   /// Called when `durableSeq` advances.
   public var onDurable: ((UInt64) -> Void)?
   /// Called after every write attempt, so a producer paused on `isBehind` can resume.
@@ -42,7 +44,7 @@ public final class MessageStore {
   public var onHealthChange: ((SystemError?) -> Void)?
 
   private let loop: EventLoop
-  private let disk: BackgroundWorker
+  let disk: BackgroundWorker
   /// Runs the fsyncs: one at a time, while the disk worker goes on writing.
   private let syncer: BackgroundWorker
   private let log: RotatingLog
@@ -91,6 +93,7 @@ public final class MessageStore {
       directory: options.directory, name: Self.fileName, maxFileSize: options.maxFileSize,
       maxFiles: options.maxFiles)
     recovery = try Self.recover(log, maxFiles: options.maxFiles)
+    dedupe = StoreDedupe(capacity: options.dedupeWindow)
     lastSeq = recovery.lastSeq
     writtenSeq = lastSeq
     durableSeq = lastSeq
@@ -99,6 +102,7 @@ public final class MessageStore {
     // the first write reaches it; READY does not wait for that.
     let log = self.log
     disk.submit({ log.index.prepare(file: log.current, chunk: []) }, completion: { _ in })
+    rebuildDedupe()
     syncTimer = try loop.makeTimer(accuracy: .milliseconds(1)) { [unowned self] in self.flush() }
     spare = try SpareBuffer(loop: loop) { [unowned self] in
       if self.buffer.isEmpty { self.buffer = [] }
@@ -150,14 +154,15 @@ public final class MessageStore {
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
-    meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer, isText: Bool,
-    scan: PayloadScan = .unscanned, time: Timestamp = .now()
+    messageID: [UInt8]? = nil, meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer,
+    isText: Bool, scan: PayloadScan = .unscanned, time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
     let before = buffer.count
     StoreRecord.appendLine(
-      seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID, meta: meta,
-      payload: payload, isText: isText, scan: scan, to: &buffer, formatter: &timeFormatter)
+      seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
+      messageID: messageID, meta: meta, payload: payload, isText: isText, scan: scan,
+      to: &buffer, formatter: &timeFormatter)
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq

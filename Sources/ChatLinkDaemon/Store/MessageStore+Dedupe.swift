@@ -1,0 +1,95 @@
+import EventLoop
+import JSON
+import LinkCore
+import WebSocket
+
+/// The store's dedupe window and what it has dropped: the window is filled from the store's
+/// tail on the disk thread at start, and from every inbound record with an id the store keeps.
+struct StoreDedupe {
+  /// The recent ids.
+  var window: DedupeWindow
+  /// Inbound messages dropped as duplicates since start.
+  var dropped = 0
+  /// Who waits for the window to be filled from the store; nil once it is.
+  var waiters: [() -> Void]? = []
+
+  init(capacity: Int) {
+    window = DedupeWindow(capacity: capacity)
+  }
+}
+
+extension MessageStore {
+  /// How many of the newest records the rebuild reads for every room's ids, before it looks
+  /// up the configured rooms that still want more by their room indexes.
+  static let dedupeTailRecords = 200_000
+
+  /// Inbound messages dropped as duplicates since start.
+  public var duplicatesDropped: Int { dedupe.dropped }
+
+  /// Appends an inbound record, unless its id is among its room's recent ids: then nothing is
+  /// stored (the backend delivered it again) and the seq returned is the last one stored,
+  /// which the record it repeats is no later than: once that is durable, so is the message.
+  public func appendInbound(
+    room: [UInt8]?, id: [UInt8]?, meta: [UInt8]?, payload: Message, scan: PayloadScan,
+    time: Timestamp
+  ) -> (seq: UInt64, duplicate: Bool) {
+    if let id, !dedupe.window.insert(room: room, id: id) {
+      dedupe.dropped += 1
+      return (lastSeq, true)
+    }
+    let seq = payload.withUnsafeBytes { raw in
+      append(
+        direction: .inbound, room: room, messageID: id, meta: meta, payload: raw,
+        isText: payload.isText, scan: scan, time: time)
+    }
+    return (seq, false)
+  }
+
+  /// The newest id stored for each of `rooms` that has one.
+  public func newestIDs(of rooms: [RoomID]) -> [RoomID: [UInt8]] {
+    var ids: [RoomID: [UInt8]] = [:]
+    for room in rooms {
+      if let id = dedupe.window.newestID(room: room.json) { ids[room] = id }
+    }
+    return ids
+  }
+
+  /// Calls `completion` once the window holds what the store held at start (at once when
+  /// it does, or when no ids are kept).
+  public func whenDedupeReady(_ completion: @escaping () -> Void) {
+    if dedupe.waiters == nil {
+      completion()
+    } else {
+      dedupe.waiters?.append(completion)
+    }
+  }
+
+  /// Reads the store's tail on the disk thread and fills the window with it.
+  func rebuildDedupe() {
+    guard dedupe.window.isEnabled else {
+      dedupe.waiters = nil
+      return
+    }
+    let window = dedupe.window
+    let rebuild = DedupeRebuild(capacity: window.capacity, hash: { window.hash($0) })
+    let paths = filePaths
+    let indexDirectory = self.indexDirectory
+    let rooms = options.rooms
+    disk.submit(
+      {
+        rebuild.read(
+          paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
+          tailRecords: Self.dedupeTailRecords)
+      },
+      completion: { [weak self] found in self?.restoreDedupe(found) })
+  }
+
+  private func restoreDedupe(_ found: [[UInt8]: DedupeRebuild.Room]) {
+    for (room, ids) in found {
+      dedupe.window.restore(room: room, hashes: ids.hashes, newestID: ids.newestID)
+    }
+    let waiters = dedupe.waiters ?? []
+    dedupe.waiters = nil
+    for waiter in waiters { waiter() }
+  }
+}
