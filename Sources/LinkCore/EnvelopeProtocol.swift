@@ -154,9 +154,11 @@ public struct EnvelopeProtocol: BackendProtocol {
       guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
       return Self.string(raw, scan.nested[1])
     }
-    let id = scan.nested.count > 2 ? message.withUnsafeBytes { raw in
-      MessageID.text(raw, scan.nested[2])
-    } : nil
+    let id =
+      scan.nested.count > 2
+      ? message.withUnsafeBytes { raw in
+        MessageID.text(raw, scan.nested[2])
+      } : nil
     reading.record = InboundMessage(
       payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)
   }

@@ -107,7 +107,8 @@ struct Harness {
       "confirmed through \(count): \(entries.map(\.entry.id).joined(separator: ","))"
     case .failed(let entry, let reason): "failed \(entry.id): \(reason)"
     case .requestOutbox: "request outbox"
-    case .requestPositions(let rooms): "request positions \(rooms.map(\.name).joined(separator: ","))"
+    case .requestPositions(let rooms):
+      "request positions \(rooms.map(\.name).joined(separator: ","))"
     case .pauseReading: "pause reading"
     case .resumeReading: "resume reading"
     case .stateChanged(let state, let reason): "state \(state) (\(reason))"

@@ -172,7 +172,8 @@ public struct Configuration: Sendable, Hashable {
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
-      "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket, "\(socketMode)",
+      "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,
+      "\(socketMode)",
       socketGroup, metricsListen?.description ?? "", logLevel, instance?.name ?? "",
     ]
   }

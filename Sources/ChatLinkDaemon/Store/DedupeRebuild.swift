@@ -29,22 +29,22 @@ struct DedupeRebuild: Sendable {
     var found = Found(capacity: capacity, hash: hash)
     var seen = 0
     _ = HistoryReader.visit(
-      paths: paths, query: HistoryQuery(limit: .max), discard: { _ in }
-    ) { line in
-      seen += 1
-      found.take(line, room: nil)
-      return seen < tailRecords
-    }
+      paths: paths, query: HistoryQuery(limit: .max), discard: { _ in },
+      visit: { line in
+        seen += 1
+        found.take(line, room: nil)
+        return seen < tailRecords
+      })
     if seen >= tailRecords {
       for room in configuredRooms where found.needsMore(room.json) {
         found.restart(room.json)
         _ = HistoryReader.visit(
           paths: paths, query: HistoryQuery(room: room, limit: .max),
-          indexDirectory: indexDirectory, discard: { _ in found.restart(room.json) }
-        ) { line in
-          found.take(line, room: room.json)
-          return found.needsMore(room.json)
-        }
+          indexDirectory: indexDirectory, discard: { _ in found.restart(room.json) },
+          visit: { line in
+            found.take(line, room: room.json)
+            return found.needsMore(room.json)
+          })
       }
     }
     return found.rooms()

@@ -45,11 +45,11 @@ public enum HistoryReader {
     let limit = query.limit
     let result = visit(
       paths: paths, query: query, indexDirectory: indexDirectory,
-      discard: { count in found.removeLast(count) }
-    ) { line in
-      found.append(Array(line))
-      return found.count < limit
-    }
+      discard: { count in found.removeLast(count) },
+      visit: { line in
+        found.append(Array(line))
+        return found.count < limit
+      })
     return result.map { found.reversed() }
   }
 
@@ -59,7 +59,7 @@ public enum HistoryReader {
   /// from that file, and the file is read again whole.
   static func visit(
     paths: [String], query: HistoryQuery, indexDirectory: String? = nil,
-    discard: @escaping (Int) -> Void, _ visit: @escaping (ArraySlice<UInt8>) -> Bool
+    discard: @escaping (Int) -> Void, visit: @escaping (ArraySlice<UInt8>) -> Bool
   ) -> Result<Void, SystemError> {
     var search = Search(query: query, visit: visit)
     // A rotation while the query runs renames every file one generation up: the file just

@@ -19,10 +19,6 @@ struct StoreDedupe {
 }
 
 extension MessageStore {
-  /// How many of the newest records the rebuild reads for every room's ids, before it looks
-  /// up the configured rooms that still want more by their room indexes.
-  static let dedupeTailRecords = 200_000
-
   /// Inbound messages dropped as duplicates since start.
   public var duplicatesDropped: Int { dedupe.dropped }
 
@@ -75,11 +71,12 @@ extension MessageStore {
     let paths = filePaths
     let indexDirectory = self.indexDirectory
     let rooms = options.rooms
+    let tailRecords = options.dedupeTailRecords
     disk.submit(
       {
         rebuild.read(
           paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
-          tailRecords: Self.dedupeTailRecords)
+          tailRecords: tailRecords)
       },
       completion: { [weak self] found in self?.restoreDedupe(found) })
   }

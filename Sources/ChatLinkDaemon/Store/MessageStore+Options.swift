@@ -13,6 +13,9 @@ extension MessageStore {
     /// Rooms whose windows are filled from their own records at start, however far back
     /// those lie (the configured rooms); others from the store's newest records.
     public var rooms: [RoomID]
+    /// How many of the newest records that start-up reads for every room's ids, before it
+    /// looks up the configured rooms that want more by their room indexes.
+    public var dedupeTailRecords = 200_000
 
     /// Creates options.
     public init(
