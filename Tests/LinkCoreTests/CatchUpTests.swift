@@ -1,0 +1,87 @@
+import JSON
+import LinkCore
+import WebSocket
+import XCTest
+
+/// The envelope's catch-up extension: message ids read from inbound events, and joins that
+/// name the newest id stored for the room, asked of the store before the rooms are joined.
+final class CatchUpTests: XCTestCase {
+  private func envelope(id: String = "msg_id", since: String = "") -> EnvelopeProtocol {
+    var names = EnvelopeNames()
+    names.idField = id
+    names.sinceField = since
+    return EnvelopeProtocol(names: names, sender: "bot")
+  }
+
+  private func id(_ frame: String, _ dialect: EnvelopeProtocol? = nil) -> String? {
+    var dialect = dialect ?? envelope()
+    return dialect.read(text(frame)).record?.id.map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  func testAnInboundEventsIDIsTakenFromItsDataAsAString() {
+    XCTAssertEqual(id(#"{"event":"message","data":{"room_id":7,"msg_id":"a-1"}}"#), "a-1")
+    XCTAssertEqual(id(#"{"event":"message","data":{"room_id":7,"msg_id":1234}}"#), "1234")
+    XCTAssertEqual(id(#"{"event":"message","data":{"msg_id":"\u0041\"b"}}"#), #"A"b"#)
+    XCTAssertEqual(id(#"{"event":"message","data":{"msg_id":-5}}"#), "-5")
+  }
+
+  func testValuesThatAreNotIDsGiveNone() {
+    for value in [#"{}"#, #"[1]"#, "true", "null", #""""#] {
+      XCTAssertNil(id(#"{"event":"message","data":{"msg_id":\#(value)}}"#), value)
+    }
+    XCTAssertNil(id(#"{"event":"message","data":{"room_id":7}}"#), "absent")
+    XCTAssertNil(id(#"{"event":"message","msg_id":"top"}"#), "only inside the data")
+    XCTAssertNil(
+      id(#"{"event":"message","data":{"msg_id":"a"}}"#, envelope(id: "")), "IDField= empty")
+  }
+
+  func testAJoinNamesTheNewestStoredIDWhenSinceFieldIsSet() {
+    var dialect = envelope(since: "since")
+    XCTAssertTrue(dialect.joinsAfterStoredID)
+    XCTAssertEqual(
+      dialect.join(RoomID("7")!, after: Array(#"a"1"#.utf8))?.text,
+      #"{"event":"join-room","data":{"room_id":7,"since":"a\"1"}}"#)
+    XCTAssertEqual(
+      dialect.join(RoomID("ops")!, after: nil)?.text,
+      #"{"event":"join-room","data":{"room_id":"ops"}}"#, "a room never stored: no since")
+    var plain = envelope()
+    XCTAssertFalse(plain.joinsAfterStoredID)
+    XCTAssertEqual(
+      plain.join(RoomID("7")!, after: Array("x".utf8))?.text,
+      #"{"event":"join-room","data":{"room_id":7}}"#)
+  }
+
+  func testTheCoreAsksForTheRoomsNewestIDsBeforeJoiningThem() {
+    var link = Harness(rooms: ["7", "ops"], backend: envelope(since: "since"))
+    let opened = link.open()
+    XCTAssertTrue(opened.contains("request positions 7,ops"), "\(opened)")
+    XCTAssertFalse(opened.contains { $0.hasPrefix("send") }, "no join before the positions")
+    XCTAssertEqual(
+      link.on(.positions([RoomID("7")!: Array("m-9".utf8)])),
+      [
+        #"send {"event":"join-room","data":{"room_id":7,"since":"m-9"}}"#,
+        #"send {"event":"join-room","data":{"room_id":"ops"}}"#,
+      ])
+    XCTAssertEqual(link.on(.positions([:])), [], "answered once")
+    XCTAssertEqual(link.on(.join(RoomID("new")!)), ["request positions new"])
+    XCTAssertEqual(
+      link.on(.positions([:])), [#"send {"event":"join-room","data":{"room_id":"new"}}"#])
+  }
+
+  func testPositionsThatComeAfterTheConnectionEndedJoinNothing() {
+    var link = Harness(rooms: ["7"], backend: envelope(since: "since"))
+    link.open()
+    link.on(.ended(.connectionFailed("reset")))
+    XCTAssertEqual(link.on(.positions([:])), [])
+    link.on(.timerFired(.retry))
+    XCTAssertTrue(link.on(.upgraded(handshake())).contains("request positions 7"))
+  }
+
+  func testARoomLeftBeforeItsPositionCameIsNotJoined() {
+    var link = Harness(rooms: ["7", "8"], backend: envelope(since: "since"))
+    link.open()
+    link.on(.leave(RoomID("8")!))
+    XCTAssertEqual(
+      link.on(.positions([:])), [#"send {"event":"join-room","data":{"room_id":7}}"#])
+  }
+}
