@@ -40,6 +40,12 @@ public enum ChatLinkInterface {
       last_failure: ?string,
       store_error: ?string,
       received: int,
+      # Inbound messages whose ids the store already had: dropped, not stored twice.
+      duplicates_dropped: ?int,
+      # Times the backend's history no longer reached back to the newest stored id.
+      history_gaps: ?int,
+      # What the link promises of inbound messages now, in words.
+      delivery: ?string,
       sent: int,
       confirmed: int,
       # Messages the backend refused; they left the outbox.

@@ -65,6 +65,14 @@ public struct DaemonStatus: JSONRepresentable {
   public var storeError: String?
   /// Messages received from the backend.
   public var received: Int
+  /// Inbound messages the store already had (by their ids), dropped.
+  public var duplicatesDropped: Int
+  /// Times the backend said its history no longer reached back to the newest stored id: the
+  /// messages in between may be missing.
+  public var historyGaps: Int
+  /// What the link promises of inbound messages now, in words ("exactly once: ids and
+  /// catch-up", "at least once: QoS 1", …).
+  public var delivery: String?
   /// Messages written to the backend.
   public var sent: Int
   /// Messages the backend confirmed.
@@ -92,7 +100,8 @@ public struct DaemonStatus: JSONRepresentable {
     session: String? = nil, namespace: String? = nil, retryIn: Double? = nil,
     lastError: String? = nil, lastFailure: String? = nil, storeError: String? = nil,
     received: Int, sent: Int, confirmed: Int, failed: Int = 0, connects: Int, outbox: Int,
-    lastSeq: Int, durableSeq: Int, storePath: String, version: String
+    lastSeq: Int, durableSeq: Int, storePath: String, version: String,
+    duplicatesDropped: Int = 0, historyGaps: Int = 0, delivery: String? = nil
   ) {
     self.state = state
     self.text = ""
@@ -109,6 +118,9 @@ public struct DaemonStatus: JSONRepresentable {
     self.lastFailure = lastFailure
     self.storeError = storeError
     self.received = received
+    self.duplicatesDropped = duplicatesDropped
+    self.historyGaps = historyGaps
+    self.delivery = delivery
     self.sent = sent
     self.confirmed = confirmed
     self.failed = failed
@@ -142,6 +154,11 @@ public struct DaemonStatus: JSONRepresentable {
     if !rooms.isEmpty { head += " (\(rooms.count) room\(rooms.count == 1 ? "" : "s"))" }
     var text = "\(head) · \(received) in, \(confirmed) out · outbox \(outbox)"
     if failed > 0 { text += " · \(failed) refused" }
+    if duplicatesDropped > 0 { text += " · \(duplicatesDropped) duplicates dropped" }
+    if historyGaps > 0 {
+      text +=
+        " · \(historyGaps) history gap\(historyGaps == 1 ? "" : "s") (messages may be missing)"
+    }
     if let storeError { text += " · STORE DEGRADED: \(storeError)" }
     if let lastError, state != .open { text += " · last error: \(lastError)" }
     return instance.map { "\($0): \(text)" } ?? text
@@ -172,6 +189,9 @@ public struct DaemonStatus: JSONRepresentable {
     lastFailure = try object.optionalString("last_failure")
     storeError = try object.optionalString("store_error")
     received = try object.int("received")
+    duplicatesDropped = try object.optionalInt("duplicates_dropped") ?? 0
+    historyGaps = try object.optionalInt("history_gaps") ?? 0
+    delivery = try object.optionalString("delivery")
     sent = try object.int("sent")
     confirmed = try object.int("confirmed")
     failed = try object.optionalInt("failed") ?? 0
@@ -195,6 +215,8 @@ public struct DaemonStatus: JSONRepresentable {
       "last_error": lastError.map(JSONValue.string),
       "last_failure": lastFailure.map(JSONValue.string),
       "store_error": storeError.map(JSONValue.string), "received": .int(Int64(received)),
+      "duplicates_dropped": .int(Int64(duplicatesDropped)),
+      "history_gaps": .int(Int64(historyGaps)), "delivery": delivery.map(JSONValue.string),
       "sent": .int(Int64(sent)), "confirmed": .int(Int64(confirmed)),
       "failed": .int(Int64(failed)),
       "connects": .int(Int64(connects)), "outbox": .int(Int64(outbox)),

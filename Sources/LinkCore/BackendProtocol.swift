@@ -220,6 +220,7 @@ public struct ProtocolReading: Sendable {
     var peerHeartbeat: Duration?
     var problem: String?
     var heartbeatInterval: Duration?
+    var historyGap: String?
   }
 
   // Copy on write: a shared box is copied before it is changed, so it is never mutated
@@ -301,6 +302,12 @@ public struct ProtocolReading: Sendable {
   public var heartbeatInterval: Duration? {
     get { box?.fields.heartbeatInterval }
     _modify { yield &rare.heartbeatInterval }
+  }
+  /// The backend said its history no longer reaches back to the id a join asked to replay
+  /// from (the room, as text): messages in between may be missing.
+  public var historyGap: String? {
+    get { box?.fields.historyGap }
+    _modify { yield &rare.historyGap }
   }
 
   /// Creates a reading; by default a frame stored as `record` and nothing else.

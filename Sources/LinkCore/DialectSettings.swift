@@ -33,6 +33,40 @@ public enum DialectSettings: Sendable, Hashable {
     }
   }
 
+  /// What the link promises of inbound messages with these settings, in words, for status:
+  /// whether what is sent while chatlinkd is away reaches the store, and whether what arrives
+  /// twice is stored twice (`dedupeWindow` ids a room are kept to drop it).
+  public func inboundPromise(dedupeWindow: Int) -> String {
+    let dedupes = dedupeWindow > 0
+    switch self {
+    case .envelope(let names, _):
+      return Self.catchUpPromise(
+        ids: !names.idField.isEmpty, since: !names.sinceField.isEmpty, dedupes: dedupes)
+    case .socketIO(let settings):
+      return Self.catchUpPromise(
+        ids: !settings.names.idField.isEmpty, since: !settings.names.sinceField.isEmpty,
+        dedupes: dedupes)
+    case .raw:
+      return "what arrives while connected; duplicates kept"
+    case .mqtt(let settings):
+      switch settings.qos {
+      case 0: return "at most once: QoS 0"
+      default: return "at least once: QoS \(settings.qos), acknowledged once durable"
+      }
+    case .stomp:
+      return "at least once: ACK once durable"
+    }
+  }
+
+  private static func catchUpPromise(ids: Bool, since: Bool, dedupes: Bool) -> String {
+    switch (ids && dedupes, since) {
+    case (true, true): "exactly once: ids and catch-up from the newest stored id"
+    case (true, false): "duplicates dropped by id; what is sent while away is missed"
+    case (false, true): "catch-up from the newest stored id; duplicates kept"
+    case (false, false): "what arrives while connected; duplicates kept"
+    }
+  }
+
   /// The MQTT settings, when the dialect is MQTT.
   public var mqtt: MQTTProtocol.Settings? {
     if case .mqtt(let settings) = self { settings } else { nil }

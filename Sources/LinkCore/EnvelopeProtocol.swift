@@ -20,6 +20,8 @@ public struct EnvelopeNames: Sendable, Hashable {
   /// The member of a join's data that carries the newest id stored for the room, so the
   /// backend replays what came after it; empty: joins carry none.
   public var sinceField = ""
+  /// The event a backend sends when its history no longer reaches back to a join's since.
+  public var truncatedEvent = "history-truncated"
   /// Creates the seeds' names.
   public init() {}
 }
@@ -34,6 +36,8 @@ public struct EnvelopeProtocol: BackendProtocol {
   // `{"event":"send-message","data":`, quoted once instead of for every message.
   private let sendOpening: [UInt8]
   private let messageEventName: [UInt8]
+  /// The truncation event's name, when joins ask for replays (SinceField= is set).
+  private let truncatedEventName: [UInt8]?
   // The room of the last frame: frames of one room follow each other, and sharing its bytes
   // saves an allocation for each of them.
   private var lastRoom: [UInt8] = []
@@ -49,6 +53,7 @@ public struct EnvelopeProtocol: BackendProtocol {
     fields = MessageFields(names: names, sender: sender)
     sendOpening = Self.opening(names, names.sendEvent)
     messageEventName = Array(names.messageEvent.utf8)
+    truncatedEventName = names.sinceField.isEmpty ? nil : Array(names.truncatedEvent.utf8)
   }
 
   public var hasRooms: Bool { true }
@@ -148,6 +153,12 @@ public struct EnvelopeProtocol: BackendProtocol {
         }
         return sameRoom(UnsafeRawBufferPointer(rebasing: raw[range]))
       }
+    }
+    if let truncatedEventName {
+      let gap = message.withUnsafeBytes { raw in
+        Self.string(raw, scan.topLevel[0], equals: truncatedEventName)
+      }
+      if gap { reading.historyGap = room.map { String(decoding: $0, as: UTF8.self) } ?? "null" }
     }
     reading.echoedClientID = message.withUnsafeBytes { raw -> String? in
       // Only a message event echoes a send; other events may carry ids of their own.

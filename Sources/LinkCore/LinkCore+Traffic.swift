@@ -82,6 +82,10 @@ extension LinkCore {
       armDeadline(now: now, &actions)
     }
     if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
+    if let room = reading.historyGap {
+      counters.historyGaps += 1
+      actions.append(.report(.historyGap(room: room)))
+    }
     if let interval = reading.heartbeatInterval {
       lifecycle.updateSession { $0.askedInterval = interval }
     }

@@ -8,6 +8,9 @@ public struct LinkCounters: Sendable, Hashable {
   public var confirmed = 0
   /// Outbox entries the backend refused.
   public var failed = 0
+  /// Times the backend said its history no longer reached back to where a join asked it to
+  /// replay from.
+  public var historyGaps = 0
   /// Successful connections.
   public var connects = 0
   /// Connection attempts.

@@ -16,4 +16,7 @@ public enum LinkReport: Sendable {
   case reconnectRequested(reason: String)
   /// The backend sent something its dialect does not expect (kept, and the link goes on).
   case protocolProblem(String)
+  /// The backend's history no longer reaches back to the newest id stored for this room:
+  /// messages in between may be missing.
+  case historyGap(room: String)
 }

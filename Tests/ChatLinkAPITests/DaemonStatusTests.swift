@@ -71,6 +71,25 @@ final class DaemonStatusTests: XCTestCase {
     XCTAssertTrue(line.summary.hasSuffix(" · last error: HTTP 503"))
   }
 
+  func testDuplicatesAndHistoryGapsAreInTheLineOnceThereAreAny() {
+    var line = status()
+    line.duplicatesDropped = 12
+    XCTAssertTrue(line.summary.hasSuffix(" · outbox 0 · 12 duplicates dropped"), line.summary)
+    line.historyGaps = 1
+    XCTAssertTrue(
+      line.summary.hasSuffix(" · 12 duplicates dropped · 1 history gap (messages may be missing)"),
+      line.summary)
+  }
+
+  func testStatusFromAnOlderDaemonWithoutTheNewFieldsReadsAsNone() throws {
+    var object = try XCTUnwrap(status().json.objectValue)
+    object.removeAll { ["duplicates_dropped", "history_gaps"].contains($0.key) }
+    let read = try DaemonStatus(json: .object(object))
+    XCTAssertEqual(read.duplicatesDropped, 0)
+    XCTAssertEqual(read.historyGaps, 0)
+    XCTAssertNil(read.delivery)
+  }
+
   func testSecondsKeepOneDecimalAndSurviveAnyNumberFromTheWire() {
     XCTAssertEqual(DaemonStatus.seconds(2.5), "2.5")
     XCTAssertEqual(DaemonStatus.seconds(2.96), "3")
@@ -84,7 +103,7 @@ final class DaemonStatusTests: XCTestCase {
     let json = status().json
     XCTAssertEqual(
       json.description,
-      #"{"state":"open","text":"Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0","url":"wss://chat.example/ws","protocol":"envelope","rooms":["0","1","2"],"received":120,"sent":4,"confirmed":4,"failed":0,"connects":1,"outbox":0,"last_seq":130,"durable_seq":130,"store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#
+      #"{"state":"open","text":"Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0","url":"wss://chat.example/ws","protocol":"envelope","rooms":["0","1","2"],"received":120,"duplicates_dropped":0,"history_gaps":0,"sent":4,"confirmed":4,"failed":0,"connects":1,"outbox":0,"last_seq":130,"durable_seq":130,"store_path":"/var/lib/chatlink/messages.jsonl","version":"0.1.0"}"#
     )
     XCTAssertEqual(try DaemonStatus(json: json), status())
     // Null is as good as absent.

@@ -13,7 +13,8 @@ enum Samples {
     storeError: "No space left on device", received: 120, sent: 5, confirmed: 4, failed: 1,
     connects: 3,
     outbox: 1, lastSeq: 42, durableSeq: 41, storePath: "/var/lib/chatlink/messages.jsonl",
-    version: "0.1.0")
+    version: "0.1.0", duplicatesDropped: 3, historyGaps: 1,
+    delivery: "exactly once: ids and catch-up from the newest stored id")
 
   static let record = StoredRecord(
     seq: 45, time: "2026-12-02T12:00:01.000000Z", direction: .outbound, room: .int(7),

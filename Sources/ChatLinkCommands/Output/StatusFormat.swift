@@ -32,7 +32,15 @@ extension Format {
     if let error = status.storeError {
       rows.append(("Store error", paint(printable(error), .red, .bold)))
     }
-    rows += [("Received", String(status.received)), ("Sent", String(status.sent))]
+    if let delivery = status.delivery { rows.append(("Inbound", printable(delivery))) }
+    rows.append(("Received", String(status.received)))
+    if status.duplicatesDropped > 0 {
+      rows.append(("Duplicates", "\(status.duplicatesDropped) dropped"))
+    }
+    if status.historyGaps > 0 {
+      rows.append(("History gaps", paint("\(status.historyGaps) (messages may be missing)", .red)))
+    }
+    rows.append(("Sent", String(status.sent)))
     rows.append(("Confirmed", String(status.confirmed)))
     if status.failed > 0 { rows.append(("Refused", String(status.failed))) }
     rows += [

@@ -220,6 +220,7 @@ public enum ConfigLoader {
     "Envelope": [
       "IDField": { (c, v) throws(ValueError) in c.envelope.idField = v },
       "SinceField": { (c, v) throws(ValueError) in c.envelope.sinceField = v },
+      "TruncatedEvent": field(\.truncatedEvent),
       "EventField": field(\.eventField),
       "DataField": field(\.dataField),
       "RoomField": field(\.roomField),

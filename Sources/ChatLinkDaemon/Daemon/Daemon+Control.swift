@@ -26,7 +26,10 @@ extension Daemon: ControlTarget {
       received: counters.received, sent: counters.sent, confirmed: counters.confirmed,
       failed: counters.failed, connects: counters.connects, outbox: outbox.pending.count,
       lastSeq: Int(clamping: store.lastSeq), durableSeq: Int(clamping: store.durableSeq),
-      storePath: store.path, version: ChatLinkVersion.current)
+      storePath: store.path, version: ChatLinkVersion.current,
+      duplicatesDropped: store.duplicatesDropped, historyGaps: counters.historyGaps,
+      delivery: link.settings.link.dialect.inboundPromise(
+        dedupeWindow: store.options.dedupeWindow))
   }
 
   public var rooms: [String] { link.rooms.map(\.name) }

@@ -23,6 +23,7 @@ extension Daemon {
     metrics.bytesSent = traffic.bytesSent
     metrics.messagesReceived = traffic.messagesReceived
     metrics.messagesSent = traffic.messagesSent
+    metrics.duplicatesDropped = store.duplicatesDropped
     metrics.queued = outbox.queued
     metrics.outboxDepth = outbox.pending.count
     let now = Timestamp.now()

@@ -168,6 +168,10 @@ extension BackendLink {
       logger.notice("reconnect requested", ["reason": reason])
     case .protocolProblem(let problem):
       logger.warning("unexpected frame from the backend", ["problem": problem])
+    case .historyGap(let room):
+      logger.warning(
+        "the backend's history no longer reaches back to the newest stored message; "
+          + "messages in between may be missing", ["room": room])
     }
   }
 }

@@ -13,6 +13,8 @@ public struct DaemonMetrics: Sendable {
   public var bytesSent = 0
   public var messagesReceived = 0
   public var messagesSent = 0
+  /// Inbound messages dropped because the store already had their ids.
+  public var duplicatesDropped = 0
   /// Sends accepted into the outbox.
   public var queued = 0
   /// Entries in the outbox now.
@@ -97,6 +99,14 @@ public struct DaemonMetrics: Sendable {
       .counter(
         "chatlink_messages_stored",
         help: "Inbound messages stored (records with direction in).", counters.received),
+      .counter(
+        "chatlink_inbound_duplicates",
+        help: "Inbound messages whose ids the store already had: dropped, not stored twice.",
+        duplicatesDropped),
+      .counter(
+        "chatlink_history_gaps",
+        help: "Times the backend's history no longer reached back to the newest stored id.",
+        counters.historyGaps),
     ]
   }
 
