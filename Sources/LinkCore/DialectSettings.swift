@@ -51,10 +51,15 @@ public enum DialectSettings: Sendable, Hashable {
     case .mqtt(let settings):
       switch settings.qos {
       case 0: return "at most once: QoS 0"
-      default: return "at least once: QoS \(settings.qos), acknowledged once durable"
+      default:
+        return "at least once: QoS \(settings.qos), acknowledged once durable; a redelivery is "
+          + "stored again"
       }
-    case .stomp:
-      return "at least once: ACK once durable"
+    case .stomp(let settings):
+      return settings.idHeader.isEmpty || !dedupes
+        ? "at least once: ACK once durable; a redelivery is stored again"
+        : "exactly once within the dedupe window: ACK once durable, duplicates dropped by "
+          + settings.idHeader
     }
   }
 

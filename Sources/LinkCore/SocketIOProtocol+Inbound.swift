@@ -44,7 +44,17 @@ extension SocketIOProtocol {
     var record = InboundMessage(
       payload: .text(out), scan: .json(hasLineBreaks: scan.hasLineBreaks))
     record.room = Self.room(scan.nested[0].map { data[$0] })
+    if scan.nested.count > 1 { record.id = MessageID.text(data, scan.nested[1]) }
     return record
+  }
+
+  /// Whether the event's name (the first element of its data) is `name`.
+  static func isEvent(_ data: UnsafeRawBufferPointer, named name: String) -> Bool {
+    guard let scan = JSONScanner.scanArray(data, elements: 1, knownUTF8: true),
+      let range = scan.topLevel[0], range.count >= 2
+    else { return false }
+    let content = UnsafeRawBufferPointer(rebasing: data[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    return JSONString.unescape(content) == Array(name.utf8)
   }
 
   /// A room value as the record keeps it: numbers and strings name a room; nothing else does.
@@ -97,6 +107,9 @@ extension SocketIOProtocol {
       case .int, .double, .string: inbound.room = room.bytes
       default: break
       }
+    }
+    if !settings.names.idField.isEmpty, let id = args.first?[settings.names.idField] {
+      inbound.id = id.bytes.withUnsafeBytes { MessageID.text($0, 0..<$0.count) }
     }
     var reading = ProtocolReading(record: inbound)
     if let id = packet.ackID {

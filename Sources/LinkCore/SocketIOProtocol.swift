@@ -65,7 +65,9 @@ public struct SocketIOProtocol: BackendProtocol {
     namespacePrefix =
       settings.namespace == "/" || settings.namespace.isEmpty
       ? [] : Array(settings.namespace.utf8) + [UInt8(ascii: ",")]
-    roomKeys = JSONScanner.Keys([settings.names.roomField])
+    roomKeys = JSONScanner.Keys(
+      [settings.names.roomField]
+        + (settings.names.idField.isEmpty ? [] : [settings.names.idField]))
     var name: [UInt8] = []
     JSONString.append(settings.names.sendEvent, to: &name)
     sendEventName = name
@@ -93,6 +95,24 @@ public struct SocketIOProtocol: BackendProtocol {
 
   public mutating func join(_ room: RoomID) -> Message? {
     event(settings.names.joinEvent, room, awaiting: .join(room))
+  }
+
+  public var joinsAfterStoredID: Bool { !settings.names.sinceField.isEmpty }
+
+  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
+    guard let lastID, !settings.names.sinceField.isEmpty else { return join(room) }
+    var out = header(.join(room))
+    out.append(UInt8(ascii: "["))
+    JSONString.append(settings.names.joinEvent, to: &out)
+    out.append(UInt8(ascii: ","))
+    fields.appendRoom(room, to: &out)
+    out.removeLast()
+    out.append(UInt8(ascii: ","))
+    JSONString.append(settings.names.sinceField, to: &out)
+    out.append(UInt8(ascii: ":"))
+    MessageID.appendJSON(lastID, to: &out)
+    out.append(contentsOf: "}]".utf8)
+    return .text(out)
   }
 
   public mutating func leave(_ room: RoomID) -> Message? {
@@ -272,6 +292,10 @@ public struct SocketIOProtocol: BackendProtocol {
     }
     var reading = ProtocolReading(record: record)
     if let ackID { reading.acknowledgement = Self.acknowledgement(ackID, prefix: prefix) }
+    if !settings.names.sinceField.isEmpty, Self.isEvent(data, named: settings.names.truncatedEvent)
+    {
+      reading.historyGap = record.room.map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
     return reading
   }
 

@@ -282,4 +282,38 @@ final class ConfigTests: XCTestCase {
       error("[Backend]\nURL=ws://a/\nProtocol=raw\nRooms=/queue/a")?.message.contains(
         "mqtt or stomp") ?? false)
   }
+
+  func testTheCatchUpAndDedupeKeysParseAndBadValuesAreRefusedWithTheirLine() throws {
+    let c = try load(
+      """
+      [Backend]
+      URL=ws://a/
+      [Envelope]
+      IDField=msg_id
+      SinceField=since
+      TruncatedEvent=gap
+      [STOMP]
+      IDHeader=amqp-message-id
+      [Store]
+      DedupeWindow=0
+      """)
+    XCTAssertEqual(c.envelope.idField, "msg_id")
+    XCTAssertEqual(c.envelope.sinceField, "since")
+    XCTAssertEqual(c.envelope.truncatedEvent, "gap")
+    XCTAssertEqual(c.stompIDHeader, "amqp-message-id")
+    XCTAssertEqual(c.dedupeWindow, 0)
+    let defaults = try load("[Backend]\nURL=ws://a/")
+    XCTAssertEqual(defaults.dedupeWindow, 10_000)
+    XCTAssertEqual(defaults.envelope.idField, "")
+    XCTAssertEqual(defaults.envelope.truncatedEvent, "history-truncated")
+    for bad in ["DedupeWindow=-1", "DedupeWindow=abc", "DedupeWindow=1000001", "DedupeWindow="] {
+      let refused = error("[Backend]\nURL=ws://a/\n[Store]\n" + bad)
+      XCTAssertEqual(refused?.line, 4, bad)
+      XCTAssertEqual(refused?.key, "[Store] DedupeWindow", bad)
+      XCTAssertTrue(refused?.message.contains("0 to 1000000") ?? false, bad)
+    }
+    let header = error("[Backend]\nURL=ws://a/\n[STOMP]\nIDHeader=a b")
+    XCTAssertEqual(header?.key, "[STOMP] IDHeader")
+    XCTAssertEqual(error("[Backend]\nURL=ws://a/\n[Envelope]\nTruncatedEvent=")?.line, 4)
+  }
 }

@@ -84,4 +84,47 @@ final class CatchUpTests: XCTestCase {
     XCTAssertEqual(
       link.on(.positions([:])), [#"send {"event":"join-room","data":{"room_id":7}}"#])
   }
+
+  private func socketIO(since: String = "since") -> SocketIOProtocol {
+    var settings = SocketIOProtocol.Settings()
+    settings.names.idField = "msg_id"
+    settings.names.sinceField = since
+    return SocketIOProtocol(settings)
+  }
+
+  func testASocketIOEventsIDIsTakenFromItsFirstArgument() {
+    var dialect = socketIO()
+    let reading = dialect.read(text(#"42["message",{"room_id":7,"msg_id":"s-1","text":"hi"}]"#))
+    XCTAssertEqual(reading.record?.id, Array("s-1".utf8))
+    XCTAssertEqual(reading.record?.room, Array("7".utf8))
+    XCTAssertNil(dialect.read(text(#"42["message",{"room_id":7}]"#)).record?.id)
+    XCTAssertNil(dialect.read(text(#"42["message","msg_id"]"#)).record?.id)
+  }
+
+  func testASocketIOJoinNamesTheNewestStoredIDAndATruncationIsAGap() {
+    var dialect = socketIO()
+    XCTAssertTrue(dialect.joinsAfterStoredID)
+    XCTAssertEqual(
+      dialect.join(RoomID("7")!, after: Array("s-9".utf8))?.text,
+      #"421["join-room",{"room_id":7,"since":"s-9"}]"#)
+    let gap = dialect.read(text(#"42["history-truncated",{"room_id":7,"since":"s-9"}]"#))
+    XCTAssertEqual(gap.historyGap, "7")
+    XCTAssertNotNil(gap.record, "stored like any event")
+    XCTAssertNil(dialect.read(text(#"42["message",{"room_id":7}]"#)).historyGap)
+  }
+
+  func testAnEnvelopeTruncationIsAGapCountedByTheCore() {
+    var link = Harness(rooms: ["7"], backend: envelope(since: "since"))
+    link.open()
+    link.on(.positions([:]))
+    let lines = link.on(
+      .message(text(#"{"event":"history-truncated","data":{"room_id":7,"since":"a","first":"q"}}"#)))
+    XCTAssertTrue(lines.contains("report historyGap(room: \"7\")"), "\(lines)")
+    XCTAssertTrue(lines.contains { $0.hasPrefix("store ") }, "the event is stored too")
+    XCTAssertEqual(link.core.counters.historyGaps, 1)
+    var plain = Harness(rooms: ["7"], backend: envelope())
+    plain.open()
+    plain.on(.message(text(#"{"event":"history-truncated","data":{"room_id":7}}"#)))
+    XCTAssertEqual(plain.core.counters.historyGaps, 0, "without SinceField= it is an event")
+  }
 }

@@ -131,6 +131,24 @@ final class STOMPProtocolTests: XCTestCase {
       .refused("the server speaks STOMP 1.0, not 1.2 or 1.1"))
   }
 
+  func testTheIDHeaderNamesAMessagesStableIDWhenSet() {
+    var plain = connected()
+    let headers = [
+      ("destination", "/queue/a"), ("ack", "a-1"), ("subscription", "sub-1"),
+      ("message-id", "T_sub-1@@1"), ("amqp-message-id", "order-42"),
+    ]
+    XCTAssertNil(plain.read(server(.message, headers, body: "x")).record?.id, "IDHeader= empty")
+    var withID = connected { $0.idHeader = "amqp-message-id" }
+    XCTAssertEqual(
+      withID.read(server(.message, headers, body: "x")).record?.id, Array("order-42".utf8))
+    XCTAssertNil(
+      withID.read(server(.message, Array(headers.prefix(4)), body: "x")).record?.id,
+      "a message without the header has no id: stored, never dropped")
+    XCTAssertNil(
+      withID.read(server(.message, headers.prefix(4) + [("amqp-message-id", "")], body: "x"))
+        .record?.id, "nor with an empty one")
+  }
+
   func testRoomsAreSubscribedOnceWithClientIndividualAcksAndLeftByID() {
     var adapter = connected()
     let subscribe = frames(adapter.join(RoomID("/topic/chat.7")!))

@@ -305,6 +305,11 @@ public enum ConfigLoader {
         c.stompVirtualHost = v.isEmpty ? "/" : v
       },
       "Username": { (c, v) throws(ValueError) in c.stompUsername = v.isEmpty ? nil : v },
+      "IDHeader": { (c, v) throws(ValueError) in
+        guard !v.unicodeScalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F })
+        else { throw ValueError(message: "'\(v)' is not a header name (no spaces, colons or controls)") }
+        c.stompIDHeader = v
+      },
       "HeartBeatMSec": { (c, v) throws(ValueError) in
         guard let value = Int(v), value == 0 || (100...3_600_000).contains(value) else {
           throw ValueError(message: "'\(v)' is not 0 (no heart-beats) or 100 to 3600000 ms")

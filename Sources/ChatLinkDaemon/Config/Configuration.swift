@@ -99,6 +99,8 @@ public struct Configuration: Sendable, Hashable {
   public var stompUsername: String?
   /// Heart-beats sent, and asked of the server, this often; zero: none.
   public var stompHeartBeat: Duration = .milliseconds(10000)
+  /// The MESSAGE header holding a stable id set by senders ([STOMP] IDHeader=); empty: none.
+  public var stompIDHeader = ""
 
   /// The instance (`chatlinkd@NAME`, `--instance NAME`) whose defaults these are; nil for the
   /// plain chatlinkd.service.
@@ -170,7 +172,7 @@ public struct Configuration: Sendable, Hashable {
       "\(maxMessageSize)", "\(envelope)", socketIONamespace, socketIOAuth.description,
       "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
-      stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)",
+      stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)", stompIDHeader,
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,
       "\(socketMode)",

@@ -91,6 +91,7 @@ public struct BackendSettings: Sendable {
     dialect.login = c.stompUsername
     dialect.passcode = token
     dialect.heartBeat = c.stompHeartBeat
+    dialect.idHeader = c.stompIDHeader
     dialect.maximumFrameSize = c.maxMessageSize
     return dialect
   }

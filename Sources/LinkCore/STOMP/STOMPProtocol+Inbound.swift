@@ -86,7 +86,10 @@ extension STOMPProtocol {
 
   /// An inbound message: its record, ACKed once durable.
   private mutating func received(_ frame: STOMPFrame, into reading: inout ProtocolReading) {
-    let record = Self.record(frame)
+    var record = Self.record(frame)
+    if !settings.idHeader.isEmpty, let id = frame[settings.idHeader], !id.isEmpty {
+      record.id = Array(id.utf8)
+    }
     let acknowledgement = acknowledgement(of: frame)
     if acknowledgement == nil {
       reading.problem = "a MESSAGE without an ack or message-id header, which cannot be ACKed"

@@ -34,6 +34,10 @@ public struct STOMPProtocol: BackendProtocol {
     public var heartBeat: Duration = .seconds(10)
     /// The largest frame accepted from the server.
     public var maximumFrameSize = 16 << 20
+    /// The header of a MESSAGE that holds a stable id its sender set (e.g. `message-id` as
+    /// publishers set it, `amqp-message-id` on RabbitMQ): the store drops a message whose id
+    /// it has; empty: none.
+    public var idHeader = ""
 
     /// Creates the defaults.
     public init() {}
