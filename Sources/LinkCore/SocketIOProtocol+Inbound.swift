@@ -53,7 +53,8 @@ extension SocketIOProtocol {
     guard let scan = JSONScanner.scanArray(data, elements: 1, knownUTF8: true),
       let range = scan.topLevel[0], range.count >= 2
     else { return false }
-    let content = UnsafeRawBufferPointer(rebasing: data[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    let content = UnsafeRawBufferPointer(
+      rebasing: data[(range.lowerBound + 1)..<(range.upperBound - 1)])
     return JSONString.unescape(content) == Array(name.utf8)
   }
 

@@ -118,7 +118,8 @@ final class CatchUpTests: XCTestCase {
     link.open()
     link.on(.positions([:]))
     let lines = link.on(
-      .message(text(#"{"event":"history-truncated","data":{"room_id":7,"since":"a","first":"q"}}"#)))
+      .message(text(#"{"event":"history-truncated","data":{"room_id":7,"since":"a","first":"q"}}"#))
+    )
     XCTAssertTrue(lines.contains("report historyGap(room: \"7\")"), "\(lines)")
     XCTAssertTrue(lines.contains { $0.hasPrefix("store ") }, "the event is stored too")
     XCTAssertEqual(link.core.counters.historyGaps, 1)

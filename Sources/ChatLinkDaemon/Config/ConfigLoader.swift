@@ -306,8 +306,11 @@ public enum ConfigLoader {
       },
       "Username": { (c, v) throws(ValueError) in c.stompUsername = v.isEmpty ? nil : v },
       "IDHeader": { (c, v) throws(ValueError) in
-        guard !v.unicodeScalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F })
-        else { throw ValueError(message: "'\(v)' is not a header name (no spaces, colons or controls)") }
+        guard
+          !v.unicodeScalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F })
+        else {
+          throw ValueError(message: "'\(v)' is not a header name (no spaces, colons or controls)")
+        }
         c.stompIDHeader = v
       },
       "HeartBeatMSec": { (c, v) throws(ValueError) in
