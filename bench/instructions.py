@@ -1,7 +1,11 @@
 """Instructions per message: chatlinkd under valgrind's callgrind during an inbound flood (or a
 streamed send), for A/B decisions on changes too small for the VM's timing noise.
 
-    .venv/bin/python bench/instructions.py [--send] [N] [BINARY...]      (N default 100000)
+    .venv/bin/python bench/instructions.py [--send | --ids=on|off] [N] [BINARY...]  (N 100000)
+
+With --ids=off and --ids=on, the flood's messages carry message ids round 10 rooms, and
+chatlinkd keeps them out of and in its dedupe window (IDField= unset, then msg_id): the
+difference of the two is what the window costs a message.
 
 With --send, each run streams N (then 2N) lines through `chatlinkctl send -` (the release
 chatlinkctl next to the first BINARY's default) to the Go counting backend, as scenario 3a does.
@@ -48,16 +52,22 @@ def totals(out: Path) -> int:
     raise RuntimeError(f"{out}: no totals")
 
 
-def flood_instructions(binary: Path, n: int, out: Path) -> int:
-    """callgrind's total Ir for chatlinkd taking a flood of n, from start to a clean stop."""
-    blob = source.build_flood(n, 200, False, CACHE / "blobs")
+def flood_instructions(binary: Path, n: int, out: Path, ids: str | None = None) -> int:
+    """callgrind's total Ir for chatlinkd taking a flood of n, from start to a clean stop. With
+    `ids`, the flood's messages carry ids round 10 rooms, and chatlinkd reads them when `ids` is
+    "on" (IDField=msg_id) and not when it is "off": the dedupe window's cost alone."""
+    if ids is None:
+        blob = source.build_flood(n, 200, False, CACHE / "blobs")
+    else:
+        blob = source.build_id_flood(n, 200, 10, CACHE / "blobs")
     work = CACHE / "run" / "instructions"
     shutil.rmtree(work, ignore_errors=True)
     src = spawn([PYTHON, BENCH / "source.py", "flood", blob])
     src_lines = Lines(src)
     port = src_lines.json("port", 15)
     daemon = Chatlinkd(work, f"ws://127.0.0.1:{port}/", Backend={"Compression": "no"},
-                       Store={"Sync": "batch", "SyncIntervalMSec": 50})
+                       Store={"Sync": "batch", "SyncIntervalMSec": 50},
+                       **({"Envelope": {"IDField": "msg_id"}} if ids == "on" else {}))
     work.mkdir(parents=True, exist_ok=True)
     proc = under_callgrind(binary, daemon, work, out)
     poller = DurablePoller(daemon.client(timeout=60), interval=0.05, target=n)
@@ -111,7 +121,11 @@ def main() -> None:
     send = bool(args) and args[0] == "--send"
     if send:
         args.pop(0)
-    total_instructions = send_instructions if send else flood_instructions
+    ids = None
+    if args and args[0].startswith("--ids="):
+        ids = args.pop(0).split("=", 1)[1]
+    total_instructions = send_instructions if send else (
+        (lambda b, n, o: flood_instructions(b, n, o, ids)) if ids else flood_instructions)
     n = int(args.pop(0)) if args and args[0].isdigit() else 100_000
     binaries = [Path(a).resolve() for a in args] or [CHATLINKD]
     if not shutil.which("valgrind"):

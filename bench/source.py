@@ -76,15 +76,20 @@ def frame(payload: bytes, compressed: bool = False) -> bytes:
     return head + payload
 
 
-def flood_messages(n: int, size: int):
-    """n envelope messages of about `size` bytes, with chat-like text that compresses like chat."""
-    texts = chat_texts(size - 120)
+def flood_messages(n: int, size: int, ids_in_rooms: int = 0):
+    """n envelope messages of about `size` bytes, with chat-like text that compresses like chat.
+    With ids_in_rooms, each also carries a message id ("msg_id", unique per room), and the
+    messages go round that many rooms (the dedupe window's cost, ids on against off)."""
+    texts = chat_texts(size - 120 - (20 if ids_in_rooms else 0))
     for i in range(n):
         text = f"#{i:07d} {texts[i % 1000]}"
+        room, extra = 1, ""
+        if ids_in_rooms:
+            room, extra = 1 + i % ids_in_rooms, ',"msg_id":"m-%08d"' % i
         yield (
-            '{"event":"message","data":{"room_id":1,"message":"%s","sender":"user-%d",'
+            '{"event":"message","data":{"room_id":%d%s,"message":"%s","sender":"user-%d",'
             '"time":"2026-12-02T12:%02d:%02d.%06dZ"}}'
-            % (text, i % 50, (i // 60_000_000) % 60, (i // 1_000_000) % 60, i % 1_000_000)
+            % (room, extra, text, i % 50, (i // 60_000_000) % 60, (i // 1_000_000) % 60, i % 1_000_000)
         ).encode()
 
 
@@ -152,6 +157,12 @@ def write_blob(path: Path, payloads, deflate: bool, no_context_takeover: bool = 
     tmp.write_bytes(out)
     os.replace(tmp, path)
     return path
+
+
+def build_id_flood(n: int, size: int, rooms: int, directory: Path) -> Path:
+    """The flood with message ids, round `rooms` rooms (see flood_messages)."""
+    path = directory / f"idflood-v{BLOB_VERSION}-{n}-{size}-{rooms}.bin"
+    return write_blob(path, flood_messages(n, size, rooms), False, False)
 
 
 def build_flood(n: int, size: int, deflate: bool, directory: Path, no_context_takeover: bool = False) -> Path:

@@ -12,10 +12,19 @@ public enum MessageID {
       let content = UnsafeRawBufferPointer(
         rebasing: raw[(range.lowerBound + 1)..<(range.upperBound - 1)])
       guard !content.isEmpty else { return nil }
-      return content.contains(UInt8(ascii: "\\")) ? JSONString.unescape(content) : Array(content)
+      return content.contains(UInt8(ascii: "\\")) ? JSONString.unescape(content) : copy(content)
     }
     guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
-    return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
+    return copy(UnsafeRawBufferPointer(rebasing: raw[range]))
+  }
+
+  /// The bytes as an array, copied in one piece (every inbound message with an id makes one).
+  private static func copy(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
+      guard let from = bytes.baseAddress, let to = buffer.baseAddress else { return }
+      to.initialize(from: from.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+      count = bytes.count
+    }
   }
 
   /// The id as a JSON string, for a frame that names it to the backend.

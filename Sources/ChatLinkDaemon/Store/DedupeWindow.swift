@@ -19,11 +19,11 @@ struct DedupeWindow {
   let maxRooms: Int
   private let basis: UInt64
   private var windows: [RoomWindow] = []
-  private var indexOfRoom: [[UInt8]: Int] = [:]
-  /// The room of the last lookup and its window: a room's records come in runs.
-  private var lastRoom: [UInt8]?
-  private var lastIndex = 0
-  /// Increases with every lookup, for choosing the room least recently seen.
+  /// Window indices by room (open addressing on the room's FNV-1a hash, linear probing; -1 is
+  /// free), twice as many slots as rooms may keep windows: a room is found without hashing its
+  /// bytes a second time through a dictionary.
+  private var roomSlots: [Int32]
+  /// Increases with every insert, for choosing the room least recently seen.
   private var clock: UInt64 = 0
 
   /// An empty window; `basis` is the hash's secret (random unless a test fixes it).
@@ -31,6 +31,9 @@ struct DedupeWindow {
     self.capacity = max(0, capacity)
     self.maxRooms = max(1, maxRooms)
     self.basis = basis
+    var slots = 16
+    while slots < self.maxRooms * 2 { slots *= 2 }
+    roomSlots = Array(repeating: -1, count: slots)
   }
 
   /// Whether ids are kept at all.
@@ -45,12 +48,18 @@ struct DedupeWindow {
   /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them. Returns
   /// true for a new id (the record is to be kept), false for a duplicate.
   @discardableResult
-  mutating func insert(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
+  mutating func insert(room: [UInt8]?, id: [UInt8]) -> Bool {
     guard isEnabled else { return true }
     let index = window(of: room ?? [])
     guard windows[index].insert(hash(id), capacity: capacity) else { return false }
-    windows[index].setNewestID(id)
+    windows[index].newestID = id
     return true
+  }
+
+  /// `insert(room:id:)` for an id in any collection of bytes.
+  @discardableResult
+  mutating func insert(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
+    insert(room: room, id: Array(id))
   }
 
   /// The hash under which `id` is kept (the same for the same id, in this process only).
@@ -64,45 +73,60 @@ struct DedupeWindow {
     let kept = windows[index]
     windows[index] = RoomWindow(room: room)
     for hash in hashes.suffix(capacity) { _ = windows[index].insert(hash, capacity: capacity) }
-    if let newestID { windows[index].setNewestID(newestID) }
+    if let newestID { windows[index].newestID = newestID }
     windows[index].append(kept, capacity: capacity)
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
   func contains(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
-    guard isEnabled, let index = indexOfRoom[room ?? []] else { return false }
-    return windows[index].contains(FNV1a.hash64(id, basis: basis))
+    guard isEnabled, let index = find(room ?? []).index else { return false }
+    return windows[index].contains(hash(id))
   }
 
   /// The newest id of `room`, as it was inserted last (the position a backend replays from).
   func newestID(room: [UInt8]?) -> [UInt8]? {
-    indexOfRoom[room ?? []].flatMap { windows[$0].newestID }
+    find(room ?? []).index.flatMap { windows[$0].newestID }
+  }
+
+  private var mask: Int { roomSlots.count - 1 }
+
+  /// `room`'s window index if it has one, and the slot it is in or would take.
+  private func find(_ room: [UInt8]) -> (index: Int?, slot: Int) {
+    let hash = FNV1a.hash32(room)
+    var slot = Int(hash) & mask
+    while true {
+      let index = Int(roomSlots[slot])
+      if index < 0 { return (nil, slot) }
+      if windows[index].roomHash == hash && windows[index].room == room { return (index, slot) }
+      slot = (slot + 1) & mask
+    }
   }
 
   /// The index of `room`'s window, made (and a stale one given up) when there is none.
   private mutating func window(of room: [UInt8]) -> Int {
     clock &+= 1
-    if let lastRoom, lastRoom == room {
-      windows[lastIndex].lastSeen = clock
-      return lastIndex
+    let found = find(room)
+    if let index = found.index {
+      windows[index].lastSeen = clock
+      return index
     }
-    let index: Int
-    if let known = indexOfRoom[room] {
-      index = known
-    } else if windows.count < maxRooms {
-      index = windows.count
-      windows.append(RoomWindow(room: room))
-      indexOfRoom[room] = index
-    } else {
-      // The room least recently seen gives its window to this one.
-      index = windows.indices.min { windows[$0].lastSeen < windows[$1].lastSeen } ?? 0
-      indexOfRoom[windows[index].room] = nil
-      windows[index] = RoomWindow(room: room)
-      indexOfRoom[room] = index
+    var window = RoomWindow(room: room)
+    window.lastSeen = clock
+    if windows.count < maxRooms {
+      windows.append(window)
+      roomSlots[found.slot] = Int32(windows.count - 1)
+      return windows.count - 1
     }
-    windows[index].lastSeen = clock
-    lastRoom = room
-    lastIndex = index
+    // The room least recently seen gives its window to this one; rare, so the slots are
+    // simply laid out again.
+    let index = windows.indices.min { windows[$0].lastSeen < windows[$1].lastSeen } ?? 0
+    windows[index] = window
+    roomSlots = Array(repeating: -1, count: roomSlots.count)
+    for (i, each) in windows.enumerated() {
+      var slot = Int(each.roomHash) & mask
+      while roomSlots[slot] >= 0 { slot = (slot + 1) & mask }
+      roomSlots[slot] = Int32(i)
+    }
     return index
   }
 }
@@ -111,6 +135,8 @@ struct DedupeWindow {
 /// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
 private struct RoomWindow {
   let room: [UInt8]
+  /// `room`'s FNV-1a hash, for finding the window.
+  let roomHash: UInt32
   var lastSeen: UInt64 = 0
   /// Hashes, oldest at `head` once the ring is full.
   private var ring: [UInt64] = []
@@ -118,10 +144,14 @@ private struct RoomWindow {
   /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
   /// of two at least 4/3 of the ids it holds.
   private var table: [UInt32] = Array(repeating: RoomWindow.empty, count: 16)
-  private(set) var newestID: [UInt8]?
+  /// The newest id, as inserted (shared, not copied).
+  var newestID: [UInt8]?
   private static let empty = UInt32.max
 
-  init(room: [UInt8]) { self.room = room }
+  init(room: [UInt8]) {
+    self.room = room
+    roomHash = FNV1a.hash32(room)
+  }
 
   var count: Int { ring.count }
 
@@ -152,13 +182,7 @@ private struct RoomWindow {
     guard !later.ring.isEmpty else { return }
     let order = later.ring[later.head...] + later.ring[..<later.head]
     for hash in order { _ = insert(hash, capacity: capacity) }
-    if let id = later.newestID { setNewestID(id) }
-  }
-
-  mutating func setNewestID(_ id: some Collection<UInt8>) {
-    if newestID == nil { newestID = [] }
-    newestID!.removeAll(keepingCapacity: true)
-    newestID!.append(contentsOf: id)
+    if let id = later.newestID { newestID = id }
   }
 
   private var mask: Int { table.count - 1 }
