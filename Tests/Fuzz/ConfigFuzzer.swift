@@ -297,8 +297,12 @@ let envelopeFields: [String: WritableKeyPath<Configuration.Envelope, String> & S
   "EventField": \.eventField, "DataField": \.dataField, "RoomField": \.roomField,
   "MessageField": \.messageField, "SenderField": \.senderField, "CountField": \.countField,
   "ClientIDField": \.clientIDField, "JoinEvent": \.joinEvent, "LeaveEvent": \.leaveEvent,
-  "SendEvent": \.sendEvent, "MessageEvent": \.messageEvent,
+  "SendEvent": \.sendEvent, "MessageEvent": \.messageEvent, "TruncatedEvent": \.truncatedEvent,
 ]
+
+/// [Envelope] keys that may be empty (the catch-up extension is off when they are).
+let optionalEnvelopeFields: [String: WritableKeyPath<Configuration.Envelope, String> & Sendable] =
+  ["IDField": \.idField, "SinceField": \.sinceField]
 
 let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -312,14 +316,15 @@ let settingKeys: [(section: String, key: String)] =
     ("Backend", "ConnectTimeoutSec"), ("Backend", "ReconnectMinSec"),
     ("Backend", "ReconnectMaxSec"), ("Backend", "Compression"), ("Backend", "MaxMessageSize"),
     ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
-    ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Outbox", "MaxMessages"),
+    ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Store", "DedupeWindow"),
+    ("Outbox", "MaxMessages"),
     ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
     ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
     ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
     ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
     ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
-    ("STOMP", "HeartBeatMSec"),
-  ] + envelopeFields.keys.sorted().map { ("Envelope", $0) }
+    ("STOMP", "HeartBeatMSec"), ("STOMP", "IDHeader"),
+  ] + (envelopeFields.keys.sorted() + optionalEnvelopeFields.keys.sorted()).map { ("Envelope", $0) }
 
 /// An integer in `range`, as Swift reads one (an optional sign, then digits).
 func refInteger(_ text: String, _ range: ClosedRange<Int>) -> Int? {
@@ -370,6 +375,11 @@ func referenceDialect(_ a: RefAssignment, to c: inout Configuration) -> Applied 
   case ("STOMP", "HeartBeatMSec"):
     let value = refInteger(v, 0...3_600_000).flatMap { $0 == 0 || $0 >= 100 ? $0 : nil }
     return set(value) { c.stompHeartBeat = .milliseconds($0) }
+  case ("STOMP", "IDHeader"):
+    guard !scalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F }) else {
+      return .invalid
+    }
+    c.stompIDHeader = v
   default: return .unknownKey
   }
   return .ok
@@ -441,6 +451,10 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     default: return .unknownKey
     }
   case "Envelope":
+    if let field = optionalEnvelopeFields[a.key] {
+      c.envelope[keyPath: field] = v
+      return .ok
+    }
     guard let field = envelopeFields[a.key] else { return .unknownKey }
     return set(v.isEmpty ? nil : v) { c.envelope[keyPath: field] = $0 }
   case "Store":
@@ -455,6 +469,7 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
       // The loader stores the number before refusing 1; the load fails either way.
       c.maxFiles = n
       return n >= 2 ? .ok : .invalid
+    case "DedupeWindow": return set(refInteger(v, 0...1_000_000)) { c.dedupeWindow = $0 }
     default: return .unknownKey
     }
   case "Outbox":

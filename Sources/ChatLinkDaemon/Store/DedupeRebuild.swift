@@ -50,18 +50,46 @@ struct DedupeRebuild: Sendable {
     return found.rooms()
   }
 
-  /// The id and room of a stored inbound line that has an id.
+  /// The id and room of a stored inbound line that has an id, read from the line's fixed
+  /// prefix (`{"seq":…,"time":…,"dir":"in","room":R,"type":"…","id":"…",`) without scanning
+  /// its data: start-up reads many lines. Anything else, a line not of ours included, has none.
   static func idAndRoom(ofLine line: UnsafeRawBufferPointer) -> (id: [UInt8], room: [UInt8])? {
-    guard
-      let scan = JSONScanner.scan(line, topLevel: keys),
-      let dir = scan.topLevel[0], line[dir].elementsEqual(#""in""#.utf8),
-      let id = MessageID.text(line, scan.topLevel[2])
+    guard let room = StoreRecord.roomRange(ofLine: line),
+      room.lowerBound >= dirIn.count,
+      UnsafeRawBufferPointer(rebasing: line[(room.lowerBound - dirIn.count)..<room.lowerBound])
+        .elementsEqual(dirIn),
+      var i = skip(typeKey, in: line, at: room.upperBound)
     else { return nil }
-    let room = scan.topLevel[1].map { Array(line[$0]) } ?? Array("null".utf8)
-    return (id, room == Array("null".utf8) ? [] : room)
+    // The type's value: json, text or binary, never escaped.
+    while i < line.count && line[i] != UInt8(ascii: "\"") { i += 1 }
+    guard let start = skip(idKey, in: line, at: i + 1) else { return nil }
+    var end = start
+    var escaped = false
+    while end < line.count && line[end] != UInt8(ascii: "\"") {
+      if line[end] == UInt8(ascii: "\\") {
+        escaped = true
+        end += 1
+      }
+      end += 1
+    }
+    guard end < line.count, end > start else { return nil }
+    let content = UnsafeRawBufferPointer(rebasing: line[start..<end])
+    let id = escaped ? JSONString.unescape(content) : Array(content)
+    let roomBytes = UnsafeRawBufferPointer(rebasing: line[room])
+    return (id, roomBytes.elementsEqual("null".utf8) ? [] : Array(roomBytes))
   }
 
-  private static let keys = JSONScanner.Keys(["dir", "room", "id"])
+  /// Where `key` ends when it stands at `index` of `line`, or nil.
+  private static func skip(_ key: [UInt8], in line: UnsafeRawBufferPointer, at index: Int) -> Int? {
+    guard index >= 0, index + key.count <= line.count,
+      UnsafeRawBufferPointer(rebasing: line[index..<(index + key.count)]).elementsEqual(key)
+    else { return nil }
+    return index + key.count
+  }
+
+  private static let dirIn = Array(#""dir":"in","room":"#.utf8)
+  private static let typeKey = Array(#","type":""#.utf8)
+  private static let idKey = Array(#","id":""#.utf8)
 
   /// The rooms' ids as the lines come, newest first.
   private struct Found {

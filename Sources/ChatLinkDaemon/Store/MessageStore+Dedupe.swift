@@ -62,7 +62,7 @@ extension MessageStore {
 
   /// Reads the store's tail on the disk thread and fills the window with it.
   func rebuildDedupe() {
-    guard dedupe.window.isEnabled else {
+    guard dedupe.window.isEnabled, options.idsConfigured else {
       dedupe.waiters = nil
       return
     }

@@ -16,6 +16,9 @@ extension MessageStore {
     /// How many of the newest records that start-up reads for every room's ids, before it
     /// looks up the configured rooms that want more by their room indexes.
     public var dedupeTailRecords = 200_000
+    /// Whether the protocol is told where message ids are, so the window is filled from the
+    /// store at start; without ids there is nothing to read.
+    public var idsConfigured = true
 
     /// Creates options.
     public init(
@@ -41,6 +44,8 @@ extension MessageStore {
         maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles,
         dedupeWindow: configuration.dedupeWindow,
         rooms: configuration.rooms.compactMap(RoomID.init))
+      idsConfigured =
+        !configuration.envelope.idField.isEmpty || !configuration.stompIDHeader.isEmpty
     }
   }
 }
