@@ -181,10 +181,12 @@ public struct InboundMessage: Sendable {
   /// The backend's stable id of this message, unique within its room (its text: a string's
   /// content, a number's digits), when the dialect is told where to find one: the store keeps
   /// it in the record and drops a message whose id its room has had recently.
-  public var id: [UInt8]?
+  public var id: MessageIDText?
 
   /// Creates a record's content.
-  public init(payload: Message, scan: PayloadScan, room: [UInt8]? = nil, id: [UInt8]? = nil) {
+  public init(
+    payload: Message, scan: PayloadScan, room: [UInt8]? = nil, id: MessageIDText? = nil
+  ) {
     self.payload = payload
     self.scan = scan
     self.room = room

@@ -168,7 +168,7 @@ public struct EnvelopeProtocol: BackendProtocol {
     let id =
       scan.nested.count > 2
       ? message.withUnsafeBytes { raw in
-        MessageID.text(raw, scan.nested[2])
+        MessageID.location(raw, scan.nested[2])
       } : nil
     reading.record = InboundMessage(
       payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)

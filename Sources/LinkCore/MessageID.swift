@@ -1,8 +1,56 @@
 import JSON
 
+/// Where an inbound message's id is: among its payload's bytes as they are (a JSON string's
+/// content without escapes, or a number), so that reading it costs no allocation, or in bytes
+/// of its own (unescaped, or from outside the payload: a header).
+public enum MessageIDText: Sendable, Hashable {
+  /// The id is these bytes of the record's payload.
+  case inPayload(Range<Int>)
+  /// The id is these bytes.
+  case bytes([UInt8])
+
+  /// Calls `body` with the id's bytes, given the payload's.
+  @inlinable
+  public func withBytes<R>(
+    in payload: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R
+  ) -> R {
+    switch self {
+    case .inPayload(let range):
+      guard range.lowerBound >= 0, range.upperBound <= payload.count else {
+        return body(UnsafeRawBufferPointer(start: nil, count: 0))
+      }
+      return body(UnsafeRawBufferPointer(rebasing: payload[range]))
+    case .bytes(let bytes): return bytes.withUnsafeBytes(body)
+    }
+  }
+}
+
 /// A backend's message id read from a JSON value: ids are opaque strings, so a string gives its
 /// content and a number its digits; anything else (an object, an array, true, null) is no id.
 public enum MessageID {
+  /// Where the id the JSON value at `range` of `raw` holds is, or nil: in `raw` itself unless
+  /// it has escapes.
+  public static func location(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?)
+    -> MessageIDText?
+  {
+    guard let range, !range.isEmpty else { return nil }
+    let first = raw[range.lowerBound]
+    if first == UInt8(ascii: "\"") {
+      guard range.count > 2 else { return nil }
+      let content = (range.lowerBound + 1)..<(range.upperBound - 1)
+      var i = content.lowerBound
+      while i < content.upperBound {
+        if raw[i] == UInt8(ascii: "\\") {
+          return .bytes(JSONString.unescape(UnsafeRawBufferPointer(rebasing: raw[content])))
+        }
+        i += 1
+      }
+      return .inPayload(content)
+    }
+    guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
+    return .inPayload(range)
+  }
+
   /// The id the JSON value at `range` of `raw` holds, or nil.
   public static func text(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> [UInt8]? {
     guard let range, !range.isEmpty else { return nil }

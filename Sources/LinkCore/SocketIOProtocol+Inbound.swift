@@ -44,7 +44,7 @@ extension SocketIOProtocol {
     var record = InboundMessage(
       payload: .text(out), scan: .json(hasLineBreaks: scan.hasLineBreaks))
     record.room = Self.room(scan.nested[0].map { data[$0] })
-    if scan.nested.count > 1 { record.id = MessageID.text(data, scan.nested[1]) }
+    if scan.nested.count > 1 { record.id = MessageID.text(data, scan.nested[1]).map { .bytes($0) } }
     return record
   }
 
@@ -110,7 +110,7 @@ extension SocketIOProtocol {
       }
     }
     if !settings.names.idField.isEmpty, let id = args.first?[settings.names.idField] {
-      inbound.id = id.bytes.withUnsafeBytes { MessageID.text($0, 0..<$0.count) }
+      inbound.id = id.bytes.withUnsafeBytes { MessageID.text($0, 0..<$0.count) }.map { .bytes($0) }
     }
     var reading = ProtocolReading(record: inbound)
     if let id = packet.ackID {

@@ -39,7 +39,7 @@ final class MessageStoreDedupeTests: XCTestCase {
     _ store: MessageStore, room: String = "7", id: String?, _ text: String = #"{"m":1}"#
   ) -> (seq: UInt64, duplicate: Bool) {
     store.appendInbound(
-      room: Array(room.utf8), id: id.map { Array($0.utf8) }, meta: nil,
+      room: Array(room.utf8), id: id.map { .bytes(Array($0.utf8)) }, meta: nil,
       payload: .text(Array(text.utf8)), scan: .unscanned, time: Timestamp(microseconds: 0))
   }
 

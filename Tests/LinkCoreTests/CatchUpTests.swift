@@ -15,7 +15,7 @@ final class CatchUpTests: XCTestCase {
 
   private func id(_ frame: String, _ dialect: EnvelopeProtocol? = nil) -> String? {
     var dialect = dialect ?? envelope()
-    return dialect.read(text(frame)).record?.id.map { String(decoding: $0, as: UTF8.self) }
+    return idText(dialect.read(text(frame)).record)
   }
 
   func testAnInboundEventsIDIsTakenFromItsDataAsAString() {
@@ -95,7 +95,7 @@ final class CatchUpTests: XCTestCase {
   func testASocketIOEventsIDIsTakenFromItsFirstArgument() {
     var dialect = socketIO()
     let reading = dialect.read(text(#"42["message",{"room_id":7,"msg_id":"s-1","text":"hi"}]"#))
-    XCTAssertEqual(reading.record?.id, Array("s-1".utf8))
+    XCTAssertEqual(idText(reading.record), "s-1")
     XCTAssertEqual(reading.record?.room, Array("7".utf8))
     XCTAssertNil(dialect.read(text(#"42["message",{"room_id":7}]"#)).record?.id)
     XCTAssertNil(dialect.read(text(#"42["message","msg_id"]"#)).record?.id)
@@ -127,5 +127,24 @@ final class CatchUpTests: XCTestCase {
     plain.open()
     plain.on(.message(text(#"{"event":"history-truncated","data":{"room_id":7}}"#)))
     XCTAssertEqual(plain.core.counters.historyGaps, 0, "without SinceField= it is an event")
+  }
+
+  func testAPlainIDIsReadWhereItLiesInThePayloadAndAnEscapedOneIsCopied() {
+    var dialect = envelope()
+    let plain = dialect.read(text(#"{"event":"message","data":{"msg_id":"ab"}}"#)).record
+    guard case .inPayload(let range)? = plain?.id else {
+      return XCTFail("\(String(describing: plain?.id))")
+    }
+    XCTAssertEqual(range, 37..<39)
+    let escaped = dialect.read(text(#"{"event":"message","data":{"msg_id":"a\u0062"}}"#)).record
+    XCTAssertEqual(escaped?.id, .bytes(Array("ab".utf8)))
+  }
+}
+
+/// The id of a record as text, read from its payload when it lies there.
+func idText(_ record: InboundMessage?) -> String? {
+  guard let record, let id = record.id else { return nil }
+  return record.payload.withUnsafeBytes { raw in
+    id.withBytes(in: raw) { String(decoding: $0, as: UTF8.self) }
   }
 }

@@ -140,7 +140,7 @@ final class STOMPProtocolTests: XCTestCase {
     XCTAssertNil(plain.read(server(.message, headers, body: "x")).record?.id, "IDHeader= empty")
     var withID = connected { $0.idHeader = "amqp-message-id" }
     XCTAssertEqual(
-      withID.read(server(.message, headers, body: "x")).record?.id, Array("order-42".utf8))
+      withID.read(server(.message, headers, body: "x")).record?.id, .bytes(Array("order-42".utf8)))
     XCTAssertNil(
       withID.read(server(.message, Array(headers.prefix(4)), body: "x")).record?.id,
       "a message without the header has no id: stored, never dropped")

@@ -17,7 +17,8 @@ struct DedupeWindow {
   let capacity: Int
   /// The most rooms that keep ids.
   let maxRooms: Int
-  private let basis: UInt64
+  /// Hashes ids as the window keeps them.
+  let hasher: IDHasher
   private var windows: [RoomWindow] = []
   /// Window indices by room (open addressing on the room's FNV-1a hash, linear probing; -1 is
   /// free), twice as many slots as rooms may keep windows: a room is found without hashing its
@@ -30,7 +31,7 @@ struct DedupeWindow {
   init(capacity: Int, maxRooms: Int = 1024, basis: UInt64 = .random(in: .min ... .max)) {
     self.capacity = max(0, capacity)
     self.maxRooms = max(1, maxRooms)
-    self.basis = basis
+    hasher = IDHasher(basis: basis)
     var slots = 16
     while slots < self.maxRooms * 2 { slots *= 2 }
     roomSlots = Array(repeating: -1, count: slots)
@@ -48,22 +49,22 @@ struct DedupeWindow {
   /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them. Returns
   /// true for a new id (the record is to be kept), false for a duplicate.
   @discardableResult
-  mutating func insert(room: [UInt8]?, id: [UInt8]) -> Bool {
+  mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer) -> Bool {
     guard isEnabled else { return true }
-    let index = window(of: room ?? [])
-    guard windows[index].insert(hash(id), capacity: capacity) else { return false }
-    windows[index].newestID = id
+    let window = windows[window(of: room ?? [])]
+    guard window.insert(hash(id), capacity: capacity) else { return false }
+    window.setNewestID(id)
     return true
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
   @discardableResult
   mutating func insert(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
-    insert(room: room, id: Array(id))
+    Array(id).withUnsafeBytes { insert(room: room, id: $0) }
   }
 
   /// The hash under which `id` is kept (the same for the same id, in this process only).
-  func hash(_ id: some Collection<UInt8>) -> UInt64 { FNV1a.hash64(id, basis: basis) }
+  func hash(_ id: some Collection<UInt8>) -> UInt64 { hasher.hash(id) }
 
   /// Puts back what the store's tail holds of `room`: its ids' hashes, oldest first, and its
   /// newest id. Ids already kept (records stored since) stay the newest.
@@ -71,10 +72,12 @@ struct DedupeWindow {
     guard isEnabled, !hashes.isEmpty else { return }
     let index = window(of: room)
     let kept = windows[index]
-    windows[index] = RoomWindow(room: room)
-    for hash in hashes.suffix(capacity) { _ = windows[index].insert(hash, capacity: capacity) }
-    if let newestID { windows[index].newestID = newestID }
-    windows[index].append(kept, capacity: capacity)
+    let restored = RoomWindow(room: room)
+    restored.lastSeen = kept.lastSeen
+    for hash in hashes.suffix(capacity) { _ = restored.insert(hash, capacity: capacity) }
+    if let newestID { newestID.withUnsafeBytes { restored.setNewestID($0) } }
+    restored.append(kept, capacity: capacity)
+    windows[index] = restored
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
@@ -110,7 +113,7 @@ struct DedupeWindow {
       windows[index].lastSeen = clock
       return index
     }
-    var window = RoomWindow(room: room)
+    let window = RoomWindow(room: room)
     window.lastSeen = clock
     if windows.count < maxRooms {
       windows.append(window)
@@ -131,9 +134,17 @@ struct DedupeWindow {
   }
 }
 
+/// The window's id hash: FNV-1a from a secret basis, a value that may cross threads.
+struct IDHasher: Sendable {
+  let basis: UInt64
+
+  /// The hash under which `id` is kept.
+  func hash(_ id: some Collection<UInt8>) -> UInt64 { FNV1a.hash64(id, basis: basis) }
+}
+
 /// One room's recent ids: their hashes in arrival order (a ring) and an open-addressing table
 /// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
-private struct RoomWindow {
+private final class RoomWindow {
   let room: [UInt8]
   /// `room`'s FNV-1a hash, for finding the window.
   let roomHash: UInt32
@@ -144,8 +155,8 @@ private struct RoomWindow {
   /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
   /// of two at least 4/3 of the ids it holds.
   private var table: [UInt32] = Array(repeating: RoomWindow.empty, count: 16)
-  /// The newest id, as inserted (shared, not copied).
-  var newestID: [UInt8]?
+  /// The newest id (its bytes copied into memory kept for the next).
+  private(set) var newestID: [UInt8]?
   private static let empty = UInt32.max
 
   init(room: [UInt8]) {
@@ -157,7 +168,7 @@ private struct RoomWindow {
 
   func contains(_ hash: UInt64) -> Bool { slot(of: hash).found }
 
-  mutating func insert(_ hash: UInt64, capacity: Int) -> Bool {
+  func insert(_ hash: UInt64, capacity: Int) -> Bool {
     let probe = slot(of: hash)
     if probe.found { return false }
     if ring.count < capacity {
@@ -178,11 +189,18 @@ private struct RoomWindow {
   }
 
   /// Inserts `later`'s ids after these, oldest first; its newest id becomes the newest.
-  mutating func append(_ later: RoomWindow, capacity: Int) {
+  func append(_ later: RoomWindow, capacity: Int) {
     guard !later.ring.isEmpty else { return }
     let order = later.ring[later.head...] + later.ring[..<later.head]
     for hash in order { _ = insert(hash, capacity: capacity) }
     if let id = later.newestID { newestID = id }
+  }
+
+  /// Notes `id` as the newest.
+  func setNewestID(_ id: UnsafeRawBufferPointer) {
+    if newestID == nil { newestID = [] }
+    newestID!.removeAll(keepingCapacity: true)
+    newestID!.append(contentsOf: id)
   }
 
   private var mask: Int { table.count - 1 }
@@ -198,7 +216,7 @@ private struct RoomWindow {
     }
   }
 
-  private mutating func place(_ position: UInt32) {
+  private func place(_ position: UInt32) {
     var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
     while table[slot] != Self.empty { slot = (slot + 1) & mask }
     table[slot] = position
@@ -206,7 +224,7 @@ private struct RoomWindow {
 
   /// Removes `hash` from the table, moving later entries of its probe run back into the gap
   /// (deletion without tombstones keeps lookups short however long the room lives).
-  private mutating func remove(_ hash: UInt64) {
+  private func remove(_ hash: UInt64) {
     let found = slot(of: hash)
     guard found.found else { return }
     var gap = found.slot
@@ -225,7 +243,7 @@ private struct RoomWindow {
     table[gap] = Self.empty
   }
 
-  private mutating func rebuildTable(size: Int) {
+  private func rebuildTable(size: Int) {
     table = Array(repeating: Self.empty, count: size)
     for position in ring.indices { place(UInt32(position)) }
   }

@@ -26,19 +26,27 @@ extension MessageStore {
   /// stored (the backend delivered it again) and the seq returned is the last one stored,
   /// which the record it repeats is no later than: once that is durable, so is the message.
   public func appendInbound(
-    room: [UInt8]?, id: [UInt8]?, meta: [UInt8]?, payload: Message, scan: PayloadScan,
+    room: [UInt8]?, id: MessageIDText?, meta: [UInt8]?, payload: Message, scan: PayloadScan,
     time: Timestamp
   ) -> (seq: UInt64, duplicate: Bool) {
-    if let id, !dedupe.window.insert(room: room, id: id) {
-      dedupe.dropped += 1
-      return (lastSeq, true)
+    payload.withUnsafeBytes { raw in
+      guard let id else {
+        let seq = append(
+          direction: .inbound, room: room, meta: meta, payload: raw, isText: payload.isText,
+          scan: scan, time: time)
+        return (seq, false)
+      }
+      return id.withBytes(in: raw) { idBytes in
+        if !dedupe.window.insert(room: room, id: idBytes) {
+          dedupe.dropped += 1
+          return (lastSeq, true)
+        }
+        let seq = append(
+          direction: .inbound, room: room, messageID: idBytes, meta: meta, payload: raw,
+          isText: payload.isText, scan: scan, time: time)
+        return (seq, false)
+      }
     }
-    let seq = payload.withUnsafeBytes { raw in
-      append(
-        direction: .inbound, room: room, messageID: id, meta: meta, payload: raw,
-        isText: payload.isText, scan: scan, time: time)
-    }
-    return (seq, false)
   }
 
   /// The newest id stored for each of `rooms` that has one.
@@ -66,8 +74,9 @@ extension MessageStore {
       dedupe.waiters = nil
       return
     }
-    let window = dedupe.window
-    let rebuild = DedupeRebuild(capacity: window.capacity, hash: { window.hash($0) })
+    // Only the hash's basis crosses to the disk thread: the window stays the loop's.
+    let hasher = dedupe.window.hasher
+    let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hash: { hasher.hash($0) })
     let paths = filePaths
     let indexDirectory = self.indexDirectory
     let rooms = options.rooms

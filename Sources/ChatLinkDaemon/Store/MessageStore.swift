@@ -154,7 +154,8 @@ public final class MessageStore {
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
-    messageID: [UInt8]? = nil, meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer,
+    messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]? = nil,
+    payload: UnsafeRawBufferPointer,
     isText: Bool, scan: PayloadScan = .unscanned, time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1

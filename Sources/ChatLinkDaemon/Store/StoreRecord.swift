@@ -86,11 +86,13 @@ public struct StoreRecord: Sendable, Hashable {
   public func appendLine(
     to out: inout [UInt8], scan: PayloadScan = .unscanned, formatter: inout TimestampFormatter
   ) {
-    Self.appendLine(
-      seq: seq, time: time, direction: direction, room: room,
-      clientID: direction == .outbound ? clientID.map(ClientID.given) : nil,
-      messageID: direction == .inbound ? clientID.map { Array($0.utf8) } : nil, meta: meta,
-      payload: payload, scan: scan, to: &out, formatter: &formatter)
+    let messageID = direction == .inbound ? clientID.map { Array($0.utf8) } : nil
+    messageID.withUnsafeBytesIfPresent { id in
+      Self.appendLine(
+        seq: seq, time: time, direction: direction, room: room,
+        clientID: direction == .outbound ? clientID.map(ClientID.given) : nil, messageID: id,
+        meta: meta, payload: payload, scan: scan, to: &out, formatter: &formatter)
+    }
   }
 
   /// Appends a record's line from its parts, without building the record: the store does
@@ -98,8 +100,8 @@ public struct StoreRecord: Sendable, Hashable {
   /// part once more.
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
-    messageID: [UInt8]? = nil, meta: [UInt8]?, payload: Message, scan: PayloadScan,
-    to out: inout [UInt8], formatter: inout TimestampFormatter
+    messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]?, payload: Message,
+    scan: PayloadScan, to out: inout [UInt8], formatter: inout TimestampFormatter
   ) {
     payload.withUnsafeBytes { raw in
       appendLine(
@@ -118,7 +120,8 @@ public struct StoreRecord: Sendable, Hashable {
   /// outbound one's.
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
-    messageID: [UInt8]? = nil, meta: [UInt8]?, payload raw: UnsafeRawBufferPointer, isText: Bool,
+    messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]?, payload raw: UnsafeRawBufferPointer,
+    isText: Bool,
     scan: PayloadScan, to out: inout [UInt8], formatter: inout TimestampFormatter
   ) {
     let prefixBytes = 64 + TimestampFormatter.length + (room?.count ?? 4)
@@ -288,9 +291,9 @@ public struct StoreRecord: Sendable, Hashable {
 /// as the backend gave it (its text).
 private enum RecordID {
   case client(ClientID)
-  case message([UInt8])
+  case message(UnsafeRawBufferPointer)
 
-  init?(clientID: ClientID?, messageID: [UInt8]?) {
+  init?(clientID: ClientID?, messageID: UnsafeRawBufferPointer?) {
     if let clientID {
       self = .client(clientID)
     } else if let messageID {
@@ -312,7 +315,7 @@ private enum RecordID {
   var isPlain: Bool {
     switch self {
     case .client(let id): id.isPlain
-    case .message(let bytes): bytes.withUnsafeBufferPointer(JSONString.isPlain)
+    case .message(let bytes): JSONString.isPlain(bytes.assumingMemoryBound(to: UInt8.self))
     }
   }
 
@@ -320,7 +323,7 @@ private enum RecordID {
   func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
     switch self {
     case .client(let id): id.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-    case .message(let bytes): bytes.withUnsafeBytes(body)
+    case .message(let bytes): body(bytes)
     }
   }
 
@@ -328,7 +331,17 @@ private enum RecordID {
   func appendJSON(to out: inout [UInt8]) {
     switch self {
     case .client(let id): id.appendJSON(to: &out)
-    case .message(let bytes): bytes.withUnsafeBytes { JSONString.append($0, to: &out) }
+    case .message(let bytes): JSONString.append(bytes, to: &out)
+    }
+  }
+}
+
+extension Optional where Wrapped == [UInt8] {
+  /// Calls `body` with the bytes, or with nil.
+  fileprivate func withUnsafeBytesIfPresent<R>(_ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    switch self {
+    case .some(let bytes): bytes.withUnsafeBytes { body($0) }
+    case .none: body(nil)
     }
   }
 }

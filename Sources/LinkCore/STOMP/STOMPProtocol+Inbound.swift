@@ -88,7 +88,7 @@ extension STOMPProtocol {
   private mutating func received(_ frame: STOMPFrame, into reading: inout ProtocolReading) {
     var record = Self.record(frame)
     if !settings.idHeader.isEmpty, let id = frame[settings.idHeader], !id.isEmpty {
-      record.id = Array(id.utf8)
+      record.id = .bytes(Array(id.utf8))
     }
     let acknowledgement = acknowledgement(of: frame)
     if acknowledgement == nil {
