@@ -117,8 +117,7 @@ public final class MessageStore {
   /// The live file's path.
   public var path: String { log.path }
 
-  /// Every store file, newest first (messages.jsonl, .1, … up to MaxFiles), as History reads
-  /// them; the rotating log names them, so readers never rebuild its naming.
+  /// Every store file, newest first (messages.jsonl, .1, … up to MaxFiles), as the log names them.
   public var filePaths: [String] { (0..<log.maxFiles).map(log.path(generation:)) }
 
   /// Where the room indexes of the store files are.
@@ -155,8 +154,8 @@ public final class MessageStore {
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
     messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]? = nil,
-    payload: UnsafeRawBufferPointer,
-    isText: Bool, scan: PayloadScan = .unscanned, time: Timestamp = .now()
+    payload: UnsafeRawBufferPointer, isText: Bool, scan: PayloadScan = .unscanned,
+    time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
     let before = buffer.count
