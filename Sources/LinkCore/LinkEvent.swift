@@ -25,6 +25,11 @@ public enum LinkEvent {
   case stored(seq: UInt64)
   /// Every record through `seq` is durable: the acknowledgements of those records go out.
   case durable(through: UInt64)
+  /// The inbound receipts' journal is durable through this entry (`LinkAction.journal`).
+  case journalDurable(through: UInt64)
+  /// These entries' releases are durable in the outbox (`LinkAction.release`): their
+  /// releases go out.
+  case released([OutboxEntry])
   /// The outbox's pending entries (oldest first) and the bytes the socket holds unsent, as
   /// asked for with `LinkAction.requestOutbox` or because new entries became durable.
   case outbox(ArraySlice<OutboxEntry>, buffered: Int)

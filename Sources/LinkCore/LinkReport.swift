@@ -16,4 +16,6 @@ public enum LinkReport: Sendable {
   case reconnectRequested(reason: String)
   /// The backend sent something its dialect does not expect (kept, and the link goes on).
   case protocolProblem(String)
+  /// Something about the backend worth knowing that is not a fault.
+  case protocolNotice(ProtocolNotice)
 }

@@ -159,6 +159,10 @@ extension BackendLink {
       logger.notice("reconnect requested", ["reason": reason])
     case .protocolProblem(let problem):
       logger.warning("unexpected frame from the backend", ["problem": problem])
+    case .protocolNotice(.grantedLess(let filter, let asked, let granted)):
+      logger.warning(
+        "the broker granted a lower QoS than asked",
+        ["topic": filter, "asked": String(asked), "granted": String(granted)])
     }
   }
 }

@@ -38,10 +38,13 @@ public enum HistoryReader {
   /// - Parameters:
   ///   - paths: the store files, newest first (messages.jsonl, .1, .2, …).
   ///   - indexDirectory: where the room indexes are (`<Directory>/.index`); nil reads without.
+  ///   - keeping: when given, only the matching lines it keeps are returned (and count
+  ///     towards the limit): a reader after a few lines of many need not hold the rest.
   public static func read(
-    paths: [String], query: HistoryQuery, indexDirectory: String? = nil
+    paths: [String], query: HistoryQuery, indexDirectory: String? = nil,
+    keeping: ((ArraySlice<UInt8>) -> Bool)? = nil
   ) -> Result<[[UInt8]], SystemError> {
-    var search = Search(query: query)
+    var search = Search(query: query, keeping: keeping)
     // A rotation while the query runs renames every file one generation up: the file just
     // read comes again under the next name. Each file (by inode) is read once.
     var read: Set<[UInt64]> = []
@@ -86,6 +89,7 @@ public enum HistoryReader {
     let roomJSON: [UInt8]?
     let roomHash: UInt32?
     let sinceTime: [UInt8]?
+    let keeping: ((ArraySlice<UInt8>) -> Bool)?
     /// Matches, newest first.
     var found: [[UInt8]] = []
     // Two buffers for the whole query, reused for every chunk: a rare room reads many
@@ -98,8 +102,9 @@ public enum HistoryReader {
 
     enum Outcome { case done, more, indexMismatch }
 
-    init(query: HistoryQuery) {
+    init(query: HistoryQuery, keeping: ((ArraySlice<UInt8>) -> Bool)?) {
       self.query = query
+      self.keeping = keeping
       roomJSON = query.room?.json
       roomHash = roomJSON.map { RoomIndex.roomHash($0) }
       sinceTime = query.sinceTime.map { t -> [UInt8] in
@@ -207,6 +212,7 @@ public enum HistoryReader {
         cursor = previous ?? 0
         switch HistoryReader.match(line, query: query, roomJSON: roomJSON, sinceTime: sinceTime) {
         case .yes:
+          if let keeping, !keeping(line) { continue }
           found.append(Array(line))
           if found.count >= query.limit { return true }
         case .no:
