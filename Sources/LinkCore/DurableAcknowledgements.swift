@@ -50,16 +50,7 @@ public struct DurableAcknowledgements: Sendable {
       return
     }
     guard unassigned > 0 else { return }
-    // The ones without a seq are the last held, but for answers to earlier records held
-    // after them: count back to the oldest of them.
-    let elements = waiting.elements
-    var index = elements.endIndex
-    var seen = 0
-    while seen < unassigned {
-      index -= 1
-      if elements[index].seq == Self.unassignedSeq { seen += 1 }
-    }
-    waiting.assign(seq: seq, at: index)
+    waiting.assignOldest(of: unassigned, without: Self.unassignedSeq, seq: seq)
     unassigned -= 1
   }
 
@@ -80,8 +71,16 @@ public struct DurableAcknowledgements: Sendable {
 }
 
 extension FIFOBuffer where Element == (seq: UInt64, frame: Message) {
-  /// Sets the seq of the element at `index` (an index of `elements`).
-  fileprivate mutating func assign(seq: UInt64, at index: Int) {
+  /// Sets the seq of the oldest of the last `count` elements whose seq is `marker`. They are
+  /// the last held, but for answers to earlier records held after them: counted back from the
+  /// end, in the storage itself (a slice of it held meanwhile would make the write copy it).
+  fileprivate mutating func assignOldest(of count: Int, without marker: UInt64, seq: UInt64) {
+    var index = storage.endIndex
+    var seen = 0
+    while seen < count {
+      index -= 1
+      if storage[index].seq == marker { seen += 1 }
+    }
     storage[index].seq = seq
   }
 }

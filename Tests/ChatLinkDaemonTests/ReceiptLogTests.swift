@@ -66,6 +66,16 @@ final class ReceiptLogTests: XCTestCase {
     XCTAssertEqual(log.wholeLinesLength, kept.utf8.count)
   }
 
+  func testALineIsReadOnlyAsTheDaemonWritesItAnythingElseIsCorrupt() {
+    let log = replay(
+      #"{"op":"received", "id":1,"seq":2}"# + "\n", #"{"op":"received","id":01,"seq":2}"# + "\n",
+      #"{"op":"received","id":1,"seq":2} "# + "\n", #"{"seq":2,"op":"received","id":1}"# + "\n",
+      #"{"op":"released","id":1,"seq":18446744073709551616}"# + "\n",
+      #"{"op":"watermark","seq":-1}"# + "\n", lines(.received(id: 0, seq: 5)))
+    XCTAssertEqual(log.corruptLines, 6)
+    XCTAssertEqual(log.pending(adding: []), [0: 5])
+  }
+
   func testNoWatermarkAfterACorruptLineIsTrustedForTheLineMayHaveBeenOneItVouchesFor() {
     let log = replay(
       lines(.received(id: 1, seq: 5), .watermark(10)), "garbage\n",

@@ -54,6 +54,12 @@ final class MQTTProtocolTests: XCTestCase {
     XCTAssertFalse(connect.cleanStart)
     XCTAssertEqual(connect.properties.sessionExpiry, 7 * 86400)
     XCTAssertEqual(connect.keepAlive, 30)
+    XCTAssertNil(connect.properties.receiveMaximum, "at QoS 1 the broker's own limit")
+    var qos2 = self.adapter { $0.qos = 2 }
+    guard case .connect(let bounded)? = packets(qos2.open(handshake()).frames.first).first else {
+      return XCTFail("no CONNECT")
+    }
+    XCTAssertEqual(bounded.properties.receiveMaximum, 1000, "QoS 2 keeps the pending ids bounded")
   }
 
   func testARefusedConnackIsARefusalTheOperatorCanAct() {

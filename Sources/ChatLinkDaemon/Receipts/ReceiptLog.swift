@@ -34,12 +34,6 @@ struct ReceiptLog: Sendable {
   /// The length of the journal's complete lines: what follows was torn by a crash.
   private(set) var wholeLinesLength = 0
 
-  /// The fields a line may have, in the order the scanner reports them.
-  private enum Key: Int, CaseIterable {
-    case op, id, seq, through
-  }
-  private static let keys = JSONScanner.Keys(Key.allCases.map { "\($0)" })
-
   /// An empty journal.
   init() {}
 
@@ -139,23 +133,76 @@ struct ReceiptLog: Sendable {
     out.append("}\n" as StaticString)
   }
 
-  /// The entry a line holds, or nil for a line that is not one.
-  private static func entry(_ line: UnsafeRawBufferPointer) -> ReceiptJournalEntry? {
-    guard let scan = JSONScanner.scan(line, topLevel: keys) else { return nil }
-    func text(_ key: Key) -> String? {
-      scan.topLevel[key.rawValue].map {
-        String(decoding: UnsafeRawBufferPointer(rebasing: line[$0]), as: UTF8.self)
-      }
+  /// The entry a line holds, or nil for a line that is not one. The journal is only ever
+  /// written by `append(_:to:)`, so a line is read as exactly that: anything else is corrupt.
+  /// (A scan of each line as JSON made a start with a long journal slow.)
+  static func entry(_ line: UnsafeRawBufferPointer) -> ReceiptJournalEntry? {
+    if var r = LineReader(line, after: #"{"op":"received","id":"#), let id = r.id(),
+      r.skip(#","seq":"#), let seq = r.number(), r.closed()
+    {
+      return .received(id: id, seq: seq)
     }
-    let seq = text(.seq).flatMap { UInt64($0) }
-    let id = text(.id).flatMap { UInt16($0) }
-    switch text(.op) {
-    case #""received""#: return id.flatMap { id in seq.map { .received(id: id, seq: $0) } }
-    case #""released""#: return id.flatMap { id in seq.map { .released(id: id, seq: $0) } }
-    case #""forgotten""#:
-      return text(.through).flatMap { UInt64($0) }.map { .forgotten(through: $0) }
-    case #""watermark""#: return seq.map { .watermark($0) }
-    default: return nil
+    if var r = LineReader(line, after: #"{"op":"released","id":"#), let id = r.id(),
+      r.skip(#","seq":"#), let seq = r.number(), r.closed()
+    {
+      return .released(id: id, seq: seq)
     }
+    if var r = LineReader(line, after: #"{"op":"forgotten","through":"#), let through = r.number(),
+      r.closed()
+    {
+      return .forgotten(through: through)
+    }
+    if var r = LineReader(line, after: #"{"op":"watermark","seq":"#), let seq = r.number(),
+      r.closed()
+    {
+      return .watermark(seq)
+    }
+    return nil
+  }
+}
+
+/// Reads one journal line from the front: fixed text and decimal numbers.
+private struct LineReader {
+  private let line: UnsafeRawBufferPointer
+  private var index = 0
+
+  /// A reader after `prefix`, or nil when the line does not start with it.
+  init?(_ line: UnsafeRawBufferPointer, after prefix: StaticString) {
+    self.line = line
+    guard skip(prefix) else { return nil }
+  }
+
+  /// Consumes `text` if the line goes on with it.
+  mutating func skip(_ text: StaticString) -> Bool {
+    let count = text.utf8CodeUnitCount
+    guard line.count - index >= count else { return false }
+    for i in 0..<count where line[index + i] != text.utf8Start[i] { return false }
+    index += count
+    return true
+  }
+
+  /// Consumes the closing brace, which must end the line.
+  mutating func closed() -> Bool {
+    skip("}") && index == line.count
+  }
+
+  /// Consumes a decimal number (no sign, no leading zero) that fits UInt64.
+  mutating func number() -> UInt64? {
+    let start = index
+    var value: UInt64 = 0
+    while index < line.count, line[index] >= 0x30, line[index] <= 0x39 {
+      let (times, o1) = value.multipliedReportingOverflow(by: 10)
+      let (sum, o2) = times.addingReportingOverflow(UInt64(line[index] - 0x30))
+      guard !o1, !o2 else { return nil }
+      value = sum
+      index += 1
+    }
+    guard index > start, line[start] != 0x30 || index == start + 1 else { return nil }
+    return value
+  }
+
+  /// Consumes a delivery id: a number that fits 16 bits.
+  mutating func id() -> UInt16? {
+    number().flatMap { UInt16(exactly: $0) }
   }
 }

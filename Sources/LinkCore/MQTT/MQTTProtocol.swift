@@ -47,6 +47,10 @@ public struct MQTTProtocol: BackendProtocol {
     public init() {}
   }
 
+  /// The most QoS 2 messages the broker may send us unacknowledged (MQTT 5's receive
+  /// maximum); at lower QoS the broker's own limit applies.
+  static let qos2ReceiveMaximum: UInt16 = 1000
+
   /// Packet ids 1…`publishIDs` are for publishes (from the outbox count); the rest cycle for
   /// subscriptions, so the two never collide.
   static let publishIDs: UInt64 = 60_000
@@ -107,6 +111,9 @@ public struct MQTTProtocol: BackendProtocol {
     if settings.version == .v5 {
       properties.sessionExpiry = settings.cleanStart ? 0 : settings.sessionExpiry
       properties.maximumPacketSize = UInt32(clamping: settings.maximumPacketSize)
+      // At QoS 2 each message stays pending until its PUBCOMP: a bounded window keeps the
+      // receipts, their journal and the broker's resends after a reconnect bounded too.
+      if settings.qos == 2 { properties.receiveMaximum = Self.qos2ReceiveMaximum }
     }
     let connect = MQTTConnect(
       version: settings.version, clientID: settings.clientID, cleanStart: settings.cleanStart,
