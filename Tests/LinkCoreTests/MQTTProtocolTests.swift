@@ -308,6 +308,17 @@ final class MQTTProtocolTests: XCTestCase {
       "nothing in flight any more")
   }
 
+  func testAReleasedSendIsReleasedAgainWhateverTheQoSIsNow() {
+    var adapter = connected { $0.qos = 1 }
+    var released = entry(4, "held", room: "chat/7")
+    released.released = true
+    XCTAssertEqual(
+      packets(adapter.encode(released)), [.pubrel(packetID: 5, reasonCode: 0)],
+      "the broker holds it from a run at QoS 2: PUBLISHed, it would come twice")
+    XCTAssertEqual(
+      adapter.read(.binary(broker.encode(.pubcomp(packetID: 5, reasonCode: 0)))).delivered, [4])
+  }
+
   func testAPubcompWithAReasonCodeStillEndsTheSendAndSaysTheBrokerMayHaveLostIt() {
     var adapter = connected { $0.qos = 2 }
     _ = adapter.encode(entry(1, room: "chat/7"))

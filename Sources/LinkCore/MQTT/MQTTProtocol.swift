@@ -166,8 +166,9 @@ public struct MQTTProtocol: BackendProtocol {
   }
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
-    if entry.released && settings.qos == 2 {
-      // The broker holds it: PUBLISHed again, it would deliver it twice.
+    if entry.released {
+      // The broker holds it (it was sent at QoS 2, whatever QoS= says now): PUBLISHed again,
+      // it would deliver it twice.
       let id = UInt16(entry.count % Self.publishIDs + 1)
       awaitedPublishes[id] = entry.count
       return frame(.pubrel(packetID: id, reasonCode: 0))
