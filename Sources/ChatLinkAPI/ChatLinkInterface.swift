@@ -33,6 +33,8 @@ public enum ChatLinkInterface {
       # The backend protocol's own session while connected: Socket.IO's sid and namespace.
       session: ?string,
       namespace: ?string,
+      # What that session falls short of (MQTT: "QoS 2 asked, broker granted 1 for chat/7").
+      session_note: ?string,
       # Seconds until the next connection attempt, while waiting.
       retry_in: ?float,
       last_error: ?string,

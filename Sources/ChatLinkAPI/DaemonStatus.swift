@@ -55,6 +55,9 @@ public struct DaemonStatus: JSONRepresentable {
   public var session: String?
   /// The Socket.IO namespace of that session.
   public var namespace: String?
+  /// What the session falls short of, when it does (MQTT: "QoS 2 asked, broker granted 1
+  /// for chat/7").
+  public var sessionNote: String?
   /// Seconds until the next connection attempt, while waiting.
   public var retryIn: Double?
   /// Why the last connection attempt or connection failed.
@@ -97,7 +100,8 @@ public struct DaemonStatus: JSONRepresentable {
     state: DaemonState, text: String? = nil, instance: String? = nil, url: String,
     protocol: String = "envelope",
     rooms: [String], subprotocol: String? = nil, extensions: String? = nil,
-    session: String? = nil, namespace: String? = nil, retryIn: Double? = nil,
+    session: String? = nil, namespace: String? = nil, sessionNote: String? = nil,
+    retryIn: Double? = nil,
     lastError: String? = nil, lastFailure: String? = nil, storeError: String? = nil,
     received: Int, sent: Int, confirmed: Int, failed: Int = 0, connects: Int, outbox: Int,
     lastSeq: Int, durableSeq: Int, storePath: String, version: String,
@@ -113,6 +117,7 @@ public struct DaemonStatus: JSONRepresentable {
     self.extensions = extensions
     self.session = session
     self.namespace = namespace
+    self.sessionNote = sessionNote
     self.retryIn = retryIn
     self.lastError = lastError
     self.lastFailure = lastFailure
@@ -159,6 +164,7 @@ public struct DaemonStatus: JSONRepresentable {
       text +=
         " · \(historyGaps) history gap\(historyGaps == 1 ? "" : "s") (messages may be missing)"
     }
+    if let sessionNote, state == .open { text += " · \(sessionNote)" }
     if let storeError { text += " · STORE DEGRADED: \(storeError)" }
     if let lastError, state != .open { text += " · last error: \(lastError)" }
     return instance.map { "\($0): \(text)" } ?? text
@@ -184,6 +190,7 @@ public struct DaemonStatus: JSONRepresentable {
     extensions = try object.optionalString("extensions")
     session = try object.optionalString("session")
     namespace = try object.optionalString("namespace")
+    sessionNote = try object.optionalString("session_note")
     retryIn = try object.optionalDouble("retry_in")
     lastError = try object.optionalString("last_error")
     lastFailure = try object.optionalString("last_failure")
@@ -211,7 +218,9 @@ public struct DaemonStatus: JSONRepresentable {
       "protocol": .string(self.protocol), "rooms": .array(rooms.map(JSONValue.string)),
       "subprotocol": subprotocol.map(JSONValue.string),
       "extensions": extensions.map(JSONValue.string), "session": session.map(JSONValue.string),
-      "namespace": namespace.map(JSONValue.string), "retry_in": retryIn.map(JSONValue.double),
+      "namespace": namespace.map(JSONValue.string),
+      "session_note": sessionNote.map(JSONValue.string),
+      "retry_in": retryIn.map(JSONValue.double),
       "last_error": lastError.map(JSONValue.string),
       "last_failure": lastFailure.map(JSONValue.string),
       "store_error": storeError.map(JSONValue.string), "received": .int(Int64(received)),

@@ -16,7 +16,10 @@ import WebSocket
 ///   or fails it (`confirmsByPong`, an echoed client id, `ProtocolReading.delivered` and
 ///   `ProtocolReading.failed`);
 /// - how an inbound frame becomes a store record, and an acknowledgement sent only once that
-///   record is durable.
+///   record is durable;
+/// - for a backend that delivers in two steps (MQTT QoS 2), which records are such deliveries
+///   (`InboundMessage.twoStep`), their releases and answers, and the two steps of its sends
+///   (`ProtocolReading.awaitingRelease`; `encode` of a released entry is its release).
 public protocol BackendProtocol {
   /// Subprotocols to offer in the upgrade, besides those configured with Subprotocol=.
   var offeredSubprotocols: [String] { get }
@@ -36,6 +39,9 @@ public protocol BackendProtocol {
   /// The most sent messages the backend accepts unconfirmed at once (MQTT's receive
   /// maximum); the outbox waits for confirmations beyond it. Nil: no limit.
   var maxInFlight: Int? { get }
+  /// Whether the dialect delivers messages in two steps (MQTT QoS 2), so the core keeps their
+  /// receipts (`InboundReceipts`) and a journal of them.
+  var keepsReceipts: Bool { get }
 
   /// Starts the dialect on a new connection: the frames that open its session, and whether the
   /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
@@ -53,7 +59,8 @@ public protocol BackendProtocol {
   /// Why `entry` cannot be sent at all with this dialect (e.g. no topic), or nil: such an
   /// entry fails instead of going out.
   func refusal(of entry: OutboxEntry) -> String?
-  /// The frame that carries an outbox entry.
+  /// The frame that carries an outbox entry; for an entry the backend holds and we released
+  /// (`OutboxEntry.released`), the frame that releases it again.
   mutating func encode(_ entry: OutboxEntry) -> Message
   /// Whether the dialect writes its outbox frames with `encode(_:appendingTo:)`: text frames,
   /// which the store keeps as they are (`storedForm` is the frame itself). A run of them then
@@ -76,6 +83,9 @@ public protocol BackendProtocol {
   mutating func read(_ message: consuming Message, into reading: inout ProtocolReading)
   /// What the store's "out" record keeps of a frame `encode` made.
   func storedForm(of frame: Message) -> Message
+  /// What the store's "out" record keeps of the frame `encode` made for `entry`. By default,
+  /// `storedForm(of:)`.
+  func storedForm(of frame: Message, for entry: OutboxEntry) -> Message
   /// Why the backend refused us, read from a close it sent before the session was ready
   /// (brokers may hang up on bad credentials without an answer of the protocol's own).
   func refusal(closedDuringSetUp info: CloseInfo) -> String
@@ -90,8 +100,12 @@ extension BackendProtocol {
   public var maxFrameSize: Int? { nil }
   public var session: ProtocolSession? { nil }
   public var maxInFlight: Int? { nil }
+  public var keepsReceipts: Bool { false }
   public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
+  public func storedForm(of frame: Message, for entry: OutboxEntry) -> Message {
+    storedForm(of: frame)
+  }
   public var writesFramesInPlace: Bool { false }
   public mutating func encode(_ entry: OutboxEntry, appendingTo frames: inout PackedStrings) {
     encode(entry).withUnsafeBytes { frames.append(utf8: $0) }
@@ -114,12 +128,22 @@ public struct ProtocolSession: Sendable, Hashable {
   public var id: String
   /// The namespace it belongs to, when the dialect has namespaces.
   public var namespace: String?
+  /// What the operator should know of the session, when something is less than configured
+  /// (MQTT: a subscription the broker granted at a lower QoS than asked).
+  public var note: String?
 
   /// Creates a description.
-  public init(id: String, namespace: String? = nil) {
+  public init(id: String, namespace: String? = nil, note: String? = nil) {
     self.id = id
     self.namespace = namespace
+    self.note = note
   }
+}
+
+/// Something about the backend worth a line in the log that is no fault of its frames.
+public enum ProtocolNotice: Sendable, Hashable {
+  /// The broker granted a subscription a lower QoS than asked (RabbitMQ grants 1 for 2).
+  case grantedLess(filter: String, asked: UInt8, granted: UInt8)
 }
 
 /// A message the backend refused, by outbox count, with its reason.
@@ -182,6 +206,10 @@ public struct InboundMessage: Sendable {
   /// content, a number's digits), when the dialect is told where to find one: the store keeps
   /// it in the record and drops a message whose id its room has had recently.
   public var id: MessageIDText?
+  /// Set when the record is a delivery in two steps (MQTT QoS 2), remembered until the
+  /// backend releases it (`InboundReceipts`); `meta` must then carry its id, so that the
+  /// record alone says, after a crash, that the delivery was stored.
+  public var twoStep: TwoStepDelivery?
 
   /// Creates a record's content.
   public init(
@@ -223,6 +251,10 @@ public struct ProtocolReading: Sendable {
     var problem: String?
     var heartbeatInterval: Duration?
     var historyGap: String?
+    var releases: [(id: UInt16, answer: Message)] = []
+    var deliveriesForgotten = false
+    var awaitingRelease: [UInt64] = []
+    var notice: ProtocolNotice?
   }
 
   // Copy on write: a shared box is copied before it is changed, so it is never mutated
@@ -310,6 +342,31 @@ public struct ProtocolReading: Sendable {
   public var historyGap: String? {
     get { box?.fields.historyGap }
     _modify { yield &rare.historyGap }
+  }
+
+  /// Two-step deliveries the backend released (MQTT's PUBREL), each with its answer
+  /// (PUBCOMP), which goes out once the release is durable (`InboundReceipts`).
+  public var releases: [(id: UInt16, answer: Message)] {
+    get { box?.fields.releases ?? [] }
+    _modify { yield &rare.releases }
+  }
+  /// The backend forgot every two-step delivery it had not released (MQTT: a CONNACK without
+  /// the session): rooms are joined once that is durable.
+  public var deliveriesForgotten: Bool {
+    get { box?.fields.deliveriesForgotten ?? false }
+    _modify { yield &rare.deliveriesForgotten }
+  }
+  /// Outbox counts the backend received and holds until we release them (MQTT QoS 2's
+  /// PUBREC): each is marked released in the outbox (`LinkAction.release`), durably, before
+  /// the release goes out, and confirmed later (`delivered`).
+  public var awaitingRelease: [UInt64] {
+    get { box?.fields.awaitingRelease ?? [] }
+    _modify { yield &rare.awaitingRelease }
+  }
+  /// Something for the log that is not a fault (`ProtocolNotice`).
+  public var notice: ProtocolNotice? {
+    get { box?.fields.notice }
+    _modify { yield &rare.notice }
   }
 
   /// Creates a reading; by default a frame stored as `record` and nothing else.

@@ -89,6 +89,12 @@ public struct DeliveryLedger: Sendable {
     return remove(at: index)
   }
 
+  /// The entry with this outbox count, if it was sent on this connection and is unconfirmed
+  /// (it stays so).
+  public func unconfirmed(count: UInt64) -> OutboxEntry? {
+    sent.elements.first(where: { $0.entry.count == count })?.entry
+  }
+
   /// Confirms every unconfirmed entry with a count up to `count`, oldest first: what a pong
   /// proves for a ping sent after them.
   public mutating func confirm(through count: UInt64) -> ArraySlice<Sent> {

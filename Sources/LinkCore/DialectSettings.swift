@@ -51,6 +51,7 @@ public enum DialectSettings: Sendable, Hashable {
     case .mqtt(let settings):
       switch settings.qos {
       case 0: return "at most once: QoS 0"
+      case 2: return "exactly once: QoS 2, where the broker grants it"
       default:
         return "at least once: QoS \(settings.qos), acknowledged once durable; a redelivery is "
           + "stored again"

@@ -9,10 +9,16 @@ import WebSocket
 /// seq is durable, in the order the records were stored. It belongs to the connection that
 /// read its frame: after a reconnect the backend redelivers instead, so the waiting ones are
 /// void, including those whose records the store has yet to append.
+///
+/// An acknowledgement may also answer a record stored before (a redelivery the backend marked
+/// as such, of a message already stored): it then waits for that record's seq, in its place
+/// in the order.
 public struct DurableAcknowledgements: Sendable {
-  /// The acknowledgements, oldest first; those at the back may wait for their seq.
+  /// The seq of an acknowledgement whose record is still to be appended: never durable.
+  private static let unassignedSeq = UInt64.max
+  /// The acknowledgements, oldest first; those near the back may wait for their seq.
   private var waiting = FIFOBuffer<(seq: UInt64, frame: Message)>()
-  /// How many at the back have no seq yet (their records are still to be appended).
+  /// How many have no seq yet (their records are still to be appended).
   private var unassigned = 0
   /// How many `stored` reports still to come belong to a connection that has ended.
   private var voided = 0
@@ -27,8 +33,14 @@ public struct DurableAcknowledgements: Sendable {
 
   /// Holds `frame` until its record, the next one the store appends, is durable.
   public mutating func hold(_ frame: Message) {
-    waiting.append((0, frame))
+    waiting.append((Self.unassignedSeq, frame))
     unassigned += 1
+  }
+
+  /// Holds `frame`, which answers the record already stored as `seq`, until that record is
+  /// durable and every acknowledgement held before it has gone.
+  public mutating func hold(_ frame: Message, afterDurable seq: UInt64) {
+    waiting.append((seq, frame))
   }
 
   /// The store appended the record of the oldest held acknowledgement that had no seq yet.
@@ -38,21 +50,15 @@ public struct DurableAcknowledgements: Sendable {
       return
     }
     guard unassigned > 0 else { return }
-    let index = waiting.elements.endIndex - unassigned
-    waiting.assign(seq: seq, at: index)
+    waiting.assignOldest(of: unassigned, without: Self.unassignedSeq, seq: seq)
     unassigned -= 1
   }
 
   /// The frames whose records are durable now that everything through `seq` is, oldest
   /// first.
   public mutating func release(through seq: UInt64) -> [Message] {
-    var left = waiting.count - unassigned
-    guard left > 0, let first = waiting.elements.first, first.seq <= seq else { return [] }
-    return waiting.takeFirst(while: { element in
-      guard left > 0, element.seq <= seq else { return false }
-      left -= 1
-      return true
-    }).map(\.frame)
+    guard let first = waiting.elements.first, first.seq <= seq else { return [] }
+    return waiting.takeFirst(while: { $0.seq <= seq }).map(\.frame)
   }
 
   /// The connection ended: the waiting acknowledgements are void, and so are the seqs still
@@ -65,8 +71,16 @@ public struct DurableAcknowledgements: Sendable {
 }
 
 extension FIFOBuffer where Element == (seq: UInt64, frame: Message) {
-  /// Sets the seq of the element at `index` (an index of `elements`).
-  fileprivate mutating func assign(seq: UInt64, at index: Int) {
+  /// Sets the seq of the oldest of the last `count` elements whose seq is `marker`. They are
+  /// the last held, but for answers to earlier records held after them: counted back from the
+  /// end, in the storage itself (a slice of it held meanwhile would make the write copy it).
+  fileprivate mutating func assignOldest(of count: Int, without marker: UInt64, seq: UInt64) {
+    var index = storage.endIndex
+    var seen = 0
+    while seen < count {
+      index -= 1
+      if storage[index].seq == marker { seen += 1 }
+    }
     storage[index].seq = seq
   }
 }

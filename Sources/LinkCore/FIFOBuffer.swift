@@ -53,6 +53,11 @@ public struct FIFOBuffer<Element> {
     return dropped
   }
 
+  /// Changes the element at `index` (an index of `elements`) in place.
+  @inlinable public mutating func update(at index: Int, _ body: (inout Element) -> Void) {
+    body(&storage[index])
+  }
+
   /// Removes the element at `index` (an index of `elements`).
   @inlinable @discardableResult public mutating func remove(at index: Int) -> Element {
     let element = storage[index]

@@ -36,6 +36,14 @@ public enum LinkAction {
   /// The backend refused one entry (or it cannot be sent to it): remove it from the outbox
   /// and tell whoever waits for it.
   case failed(OutboxEntry, reason: String)
+  /// The backend holds this entry until we release it (MQTT QoS 2's PUBREC): mark it
+  /// released in the outbox, durably, then report `.released`; from then on it is never sent
+  /// again, only its release.
+  case release(OutboxEntry)
+  /// Append an entry to the inbound receipts' journal (`InboundReceipts`); the entries are
+  /// numbered from 1 in the order of these actions, and `.journalDurable` reports how many
+  /// are durable.
+  case journal(ReceiptJournalEntry)
   /// Report `.outbox` with the pending entries.
   case requestOutbox
   /// Report `.positions` with the newest id stored for each of these rooms, at once: the

@@ -29,10 +29,16 @@ extension LinkCore {
   private mutating func store(
     _ record: consuming InboundMessage, acknowledgement: Message?, _ actions: inout [LinkAction]
   ) {
+    if let delivery = record.twoStep, let acknowledgement,
+      answeredRedelivery(delivery, acknowledgement, &actions)
+    {
+      return
+    }
     counters.received += 1
     if let acknowledgement {
       if acknowledgements.isEmpty { actions.append(.awaitDurability(true)) }
       acknowledgements.hold(acknowledgement)
+      if tracksReceipts { receipts.willStore(record.twoStep?.id) }
     }
     actions.append(.store(record, acknowledged: acknowledgement != nil))
   }
@@ -40,6 +46,7 @@ extension LinkCore {
   /// Records through `seq` are durable: their acknowledgements go out, in the order the
   /// records were stored, on the connection that read them.
   mutating func durable(through seq: UInt64, _ actions: inout [LinkAction]) {
+    if tracksReceipts { receiptsDurable(through: seq, &actions) }
     guard !acknowledgements.isEmpty else { return }
     for frame in acknowledgements.release(through: seq) { actions.append(.send(frame)) }
     if acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
@@ -86,6 +93,9 @@ extension LinkCore {
       counters.historyGaps += 1
       actions.append(.report(.historyGap(room: room)))
     }
+    if let notice = reading.notice { actions.append(.report(.protocolNotice(notice))) }
+    // Before the session's readiness: its joins wait for a forgetting to be durable.
+    settleTwoSteps(reading, &actions)
     if let interval = reading.heartbeatInterval {
       lifecycle.updateSession { $0.askedInterval = interval }
     }
@@ -281,7 +291,7 @@ extension LinkCore {
           refusal = "the message is \(size) bytes, over the backend's limit of \(limit)"
         } else {
           buffered += size
-          if !run.inPlace { ledger.recordSent(entry, frame: run.storedForm(&backend)) }
+          if !run.inPlace { ledger.recordSent(entry, frame: run.storedForm(&backend, for: entry)) }
           counters.sent += 1
           run.wrote = true
           index += 1

@@ -58,6 +58,11 @@ public struct LinkCore {
   var acknowledgements = DurableAcknowledgements()
   /// Rooms to join once the store has said their newest ids (`.requestPositions`).
   var awaitingPositions: [RoomID] = []
+  /// Two-step deliveries stored and not yet released, and their journal.
+  public internal(set) var receipts: InboundReceipts
+  /// Whether the dialect delivers in two steps (`backend.keepsReceipts`, kept at hand: every
+  /// acknowledged record asks).
+  var tracksReceipts: Bool
   var keepalive: Keepalive
   /// The rooms from Rooms=, as distinct from rooms joined at run time.
   var configuredRooms: [RoomID]
@@ -65,14 +70,18 @@ public struct LinkCore {
   var probeInterval: Duration { lifecycle.session?.askedInterval ?? settings.pingInterval }
 
   /// Creates the core; `.start` connects. The dialect is the one `settings.dialect` describes,
-  /// unless `backend` gives another (a test's). `random` drives the backoff's jitter.
+  /// unless `backend` gives another (a test's). `random` drives the backoff's jitter;
+  /// `receipts` are the two-step deliveries pending at start (rebuilt from their journal).
   public init(
     settings: LinkSettings, rooms: [RoomID], backend: (any BackendProtocol)? = nil,
+    receipts: InboundReceipts = InboundReceipts(),
     random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
   ) {
     self.settings = settings
     let backend = backend ?? settings.dialect.makeDialect()
     self.backend = backend
+    self.receipts = receipts
+    tracksReceipts = backend.keepsReceipts
     self.rooms = backend.hasRooms ? rooms : []
     configuredRooms = self.rooms
     backoff = Backoff(
@@ -97,9 +106,13 @@ public struct LinkCore {
     case .ended(let outcome): ended(outcome, now: now, &actions)
     case .timerFired(let timer): fired(timer, now: now, &actions)
     case .storeBehind(let behind): storeBehind(behind, &actions)
-    case .stored(let seq): acknowledgements.stored(seq: seq)
+    case .stored(let seq):
+      acknowledgements.stored(seq: seq)
+      if tracksReceipts { receipts.stored(seq: seq) }
     case .durable(let seq): durable(through: seq, &actions)
     case .positions(let positions): joinAwaited(positions, &actions)
+    case .journalDurable(let entry): journalDurable(through: entry, &actions)
+    case .released(let entries): released(entries, &actions)
     case .outbox(let pending, let buffered): sendOutbox(pending, buffered, now: now, &actions)
     case .pingRequested(let id): operatorPing(id, now: now, &actions)
     case .join(let room): join(room, &actions)
@@ -228,6 +241,7 @@ public struct LinkCore {
     // The backend redelivers what this connection did not acknowledge.
     if !acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
     acknowledgements.connectionEnded()
+    receipts.connectionEnded()
     if let openedAt, now - openedAt >= settings.stableAfter { backoff.reset() }
   }
 
@@ -263,7 +277,7 @@ public struct LinkCore {
   private mutating func join(_ rooms: [RoomID], _ actions: inout [LinkAction]) {
     guard backend.joinsAfterStoredID else {
       for room in rooms {
-        if let frame = backend.join(room) { actions.append(.send(frame)) }
+        if let frame = backend.join(room) { sendJoin(frame, &actions) }
       }
       return
     }
@@ -279,7 +293,7 @@ public struct LinkCore {
     awaitingPositions = []
     guard phase == .ready else { return }
     for room in waiting where rooms.contains(room) {
-      if let frame = backend.join(room, after: positions[room]) { actions.append(.send(frame)) }
+      if let frame = backend.join(room, after: positions[room]) { sendJoin(frame, &actions) }
     }
   }
 
@@ -318,7 +332,10 @@ public struct LinkCore {
   ) {
     let reconnecting = new.needsNewConnection(from: settings)
     // A dialect with a session is replaced here only because a new connection follows.
-    if new.dialect != settings.dialect { backend = new.dialect.makeDialect() }
+    if new.dialect != settings.dialect {
+      backend = new.dialect.makeDialect()
+      tracksReceipts = backend.keepsReceipts
+    }
     settings = new
     backoff.minimum = new.reconnectMin
     backoff.maximum = new.reconnectMax

@@ -28,6 +28,11 @@ public enum LinkEvent {
   /// The newest id stored for each of the rooms `.requestPositions` named (a room the store
   /// has no id for is left out), as asked for before joining them.
   case positions([RoomID: [UInt8]])
+  /// The inbound receipts' journal is durable through this entry (`LinkAction.journal`).
+  case journalDurable(through: UInt64)
+  /// These entries' releases are durable in the outbox (`LinkAction.release`): their
+  /// releases go out.
+  case released([OutboxEntry])
   /// The outbox's pending entries (oldest first) and the bytes the socket holds unsent, as
   /// asked for with `LinkAction.requestOutbox` or because new entries became durable.
   case outbox(ArraySlice<OutboxEntry>, buffered: Int)

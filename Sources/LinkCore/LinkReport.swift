@@ -19,4 +19,6 @@ public enum LinkReport: Sendable {
   /// The backend's history no longer reaches back to the newest id stored for this room:
   /// messages in between may be missing.
   case historyGap(room: String)
+  /// Something about the backend worth knowing that is not a fault.
+  case protocolNotice(ProtocolNotice)
 }

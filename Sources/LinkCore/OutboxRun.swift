@@ -60,9 +60,9 @@ struct OutboxRun {
     if inPlace { texts.removeLast() } else { messages.removeLast() }
   }
 
-  /// The last frame added, as the store keeps it (messages only).
-  func storedForm(_ backend: inout some BackendProtocol) -> StoredFrame {
-    .message(backend.storedForm(of: messages[messages.count - 1]))
+  /// The last frame added, which carries `entry`, as the store keeps it (messages only).
+  func storedForm(_ backend: inout some BackendProtocol, for entry: OutboxEntry) -> StoredFrame {
+    .message(backend.storedForm(of: messages[messages.count - 1], for: entry))
   }
 
   /// Appends the run (entries `start..<end`) as one action, and starts an empty one; frames

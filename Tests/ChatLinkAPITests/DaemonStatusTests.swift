@@ -27,6 +27,21 @@ final class DaemonStatusTests: XCTestCase {
     XCTAssertTrue(line.summary.contains("STORE DEGRADED: No space left on device"))
   }
 
+  func testTheStatusLineSaysWhatTheSessionFallsShortOfWhileConnected() throws {
+    var line = status()
+    line.sessionNote = "QoS 2 asked, broker granted 1 for chat/7"
+    XCTAssertEqual(
+      line.summary,
+      "Connected to wss://chat.example/ws (3 rooms) · 120 in, 4 out · outbox 0 · "
+        + "QoS 2 asked, broker granted 1 for chat/7")
+    line.text = line.summary
+    XCTAssertEqual(line.json["session_note"], .string("QoS 2 asked, broker granted 1 for chat/7"))
+    XCTAssertEqual(try DaemonStatus(json: line.json), line)
+    XCTAssertNil(status().json["session_note"])
+    line.state = .waiting
+    XCTAssertFalse(line.summary.contains("QoS"), "no session, nothing it falls short of")
+  }
+
   func testAnInstancesStatusLineAndObjectNameIt() throws {
     var line = status()
     line.instance = "staging"

@@ -9,6 +9,7 @@ enum Samples {
     state: .waiting, instance: "prod", url: "wss://chat.example/ws", protocol: "socketio",
     rooms: ["7", "ops"],
     subprotocol: "chat", extensions: "permessage-deflate", session: "n1", namespace: "/",
+    sessionNote: "QoS 2 asked, broker granted 1 for chat/7",
     retryIn: 2.5, lastError: "HTTP 503", lastFailure: "a1: muted",
     storeError: "No space left on device", received: 120, sent: 5, confirmed: 4, failed: 1,
     connects: 3,

@@ -61,6 +61,17 @@ final class StatusFormatTests: XCTestCase {
     XCTAssertTrue(text.contains("\n     Refused: 2\n"), text)
   }
 
+  func testAnMQTTSessionShowsWhatTheBrokerGrantedLessThanAsked() throws {
+    var status: DaemonStatus = try typed(Sample.openStatus)
+    status.`protocol` = "mqtt"
+    status.session = "chatlink-1"
+    status.sessionNote = "QoS 2 asked, broker granted 1 for chat/7"
+    let text = Format.status(status, colour: false)
+    XCTAssertTrue(text.contains("\n     Session: chatlink-1\n"), text)
+    XCTAssertTrue(
+      text.contains("\nSession note: QoS 2 asked, broker granted 1 for chat/7\n"), text)
+  }
+
   func testColourMarksTheStateAndTheErrors() throws {
     let open = Format.status(try typed(Sample.openStatus), colour: true)
     XCTAssertTrue(open.hasPrefix("     State: \u{1B}[32mopen\u{1B}[0m\n"), open)

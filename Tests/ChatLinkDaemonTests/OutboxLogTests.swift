@@ -63,6 +63,41 @@ final class OutboxLogTests: XCTestCase {
     XCTAssertEqual(log.corruptLines, 0)
   }
 
+  private func released(_ id: String) -> String { #"{"op":"released","id":"\#(id)"}"# + "\n" }
+
+  func testAReleasedLineMarksItsPendingEntryReleasedUntilItsAck() {
+    let log = replay(
+      add("a", count: 1), add("b", count: 2), batch(["c", "d"], count: 3), released("b"),
+      released("d"), released("gone"), ack("a"))
+    XCTAssertEqual(log.pending.map(\.id), ["b", "c", "d"])
+    XCTAssertEqual(log.pending.map(\.released), [true, false, true])
+    XCTAssertEqual(log.corruptLines, 0, "a release of an entry no longer pending is no fault")
+    let acked = replay(add("a", count: 1), released("a"), ack("a"))
+    XCTAssertEqual(acked.pending, [])
+  }
+
+  func testATornReleasedLineLeavesItsEntryUnreleasedAndABadOneIsCounted() {
+    let whole = add("a", count: 1)
+    let torn = replay(whole, #"{"op":"released","id":"a"#)
+    XCTAssertEqual(torn.pending.map(\.released), [false], "never fsynced: no PUBREL went out")
+    XCTAssertEqual(torn.wholeLinesLength, whole.utf8.count)
+    let bad = replay(whole, #"{"op":"released"}"# + "\n", released("a"))
+    XCTAssertEqual(bad.corruptLines, 1)
+    XCTAssertEqual(bad.pending.map(\.released), [true])
+  }
+
+  func testACompactionKeepsWhichEntriesAreReleased() {
+    let log = replay(add("a", count: 1), batch(["b", "c"], count: 2), released("c"), released("a"))
+    let image = OutboxLines.compactionImage(nextCount: log.nextCount, pending: log.pending[...])
+    let again = OutboxLog(replaying: image)
+    XCTAssertEqual(again.pending.map(\.id), ["a", "b", "c"])
+    XCTAssertEqual(again.pending.map(\.released), [true, false, true])
+    XCTAssertEqual(again.nextCount, 4)
+    XCTAssertEqual(
+      String(decoding: image, as: UTF8.self).split(separator: "\n").suffix(2),
+      [#"{"op":"released","id":"a"}"#, #"{"op":"released","id":"c"}"#])
+  }
+
   func testLinesThatDoNotParseAreCountedAndSkipped() {
     let log = replay(
       "garbage\n", #"{"op":"add","id":"x","count":1}"# + "\n", #"{"op":"move"}"# + "\n",

@@ -461,4 +461,89 @@ final class OutboxTests: XCTestCase {
     XCTAssertEqual(RoomID("a\"b")?.json, Array(#""a\"b""#.utf8))
     XCTAssertEqual(Set([RoomID("7"), RoomID("7"), RoomID("8")]).count, 2)
   }
+
+  // MARK: Releases (MQTT QoS 2)
+
+  /// Releases `entries` and spins the loop until `onReleased` reports; returns what it did.
+  private func release(_ outbox: Outbox, _ entries: [OutboxEntry]) throws -> [OutboxEntry] {
+    var reported: [OutboxEntry]?
+    outbox.onReleased = { reported = (reported ?? []) + $0 }
+    for entry in entries { outbox.release(entry) }
+    try spin(loop) { reported?.count ?? 0 >= entries.count }
+    return reported ?? []
+  }
+
+  func testAReleaseIsReportedOnlyOnceItsLineIsDurableAndSurvivesARestart() throws {
+    var outbox: Outbox? = try open()
+    let a = try send(outbox!, "a").get()
+    let b = try send(outbox!, "b").get()
+    var reported: [OutboxEntry] = []
+    outbox?.onReleased = { reported += $0 }
+    outbox?.release(a)
+    outbox?.release(a)
+    XCTAssertEqual(reported, [], "not before its line is written and fsynced")
+    try spin(loop) { !reported.isEmpty }
+    XCTAssertEqual(reported.map(\.id), [a.id], "one report for a release asked twice")
+    XCTAssertTrue(reported[0].released)
+    XCTAssertTrue(dir.lines(Outbox.fileName).contains(#"{"op":"released","id":"\#(a.id)"}"#))
+    XCTAssertEqual(outbox?.pending.map(\.released), [true, false])
+    outbox = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.pending.map(\.id), [a.id, b.id])
+    XCTAssertEqual(reopened.pending.map(\.released), [true, false])
+    XCTAssertEqual(try release(reopened, [a]).map(\.id), [a.id], "already released: at once")
+  }
+
+  func testAReleaseOfAnEntryConfirmedMeanwhileIsNothing() throws {
+    let outbox = try open()
+    let a = try send(outbox, "a").get()
+    outbox.confirm(a)
+    var reported = false
+    outbox.onReleased = { _ in reported = true }
+    outbox.release(a)
+    try spin(loop, for: 50_000)
+    XCTAssertFalse(reported)
+    XCTAssertFalse(dir.read(Outbox.fileName).contains("released"))
+  }
+
+  func testAReleasedEntryStaysReleasedThroughACompactionAndItsAckRemovesIt() throws {
+    var outbox: Outbox? = try open(max: 100_000)
+    let kept = try send(outbox!, "kept").get()
+    _ = try release(outbox!, [kept])
+    let text = String(repeating: "x", count: 1000)
+    for _ in 0..<1200 {
+      let entry = try send(outbox!, text).get()
+      outbox?.confirm(entry)
+    }
+    var idle = false
+    outbox?.whenIdle { idle = true }
+    try spin(loop) { idle }
+    XCTAssertLessThan(FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0, 1_000_000)
+    outbox = nil
+    let reopened = try open()
+    XCTAssertEqual(reopened.pending.map(\.id), [kept.id])
+    XCTAssertEqual(reopened.pending.map(\.released), [true])
+    reopened.confirm(kept)
+    idle = false
+    reopened.whenIdle { idle = true }
+    try spin(loop) { idle }
+    XCTAssertEqual(try open().pending, [])
+  }
+
+  func testAReleaseWhoseWriteFailsIsRetriedAndReportedOnceWritten() throws {
+    let outbox = try open()
+    let a = try send(outbox, "a").get()
+    let size = FileSystem.size(dir.path + "/" + Outbox.fileName) ?? 0
+    var reported: [OutboxEntry] = []
+    outbox.onReleased = { reported += $0 }
+    try withFileSizeLimit(size + 5) {
+      outbox.release(a)
+      try spin(loop, for: 300_000)
+    }
+    XCTAssertEqual(reported, [], "the disk refused the line")
+    XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)
+    try spin(loop, timeout: 5_000_000) { !reported.isEmpty }
+    XCTAssertEqual(reported.map(\.id), [a.id])
+    XCTAssertEqual(try open().pending.map(\.released), [true])
+  }
 }

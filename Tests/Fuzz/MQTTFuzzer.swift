@@ -7,7 +7,8 @@
 // Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   bit 0: the version (0 MQTT 5, 1 MQTT 3.1.1); bits 1-3: how many messages are
-//            published (sent) first, 0-7; bits 4-7: a chunk seed for the split check
+//            published (sent) first, 0-7; bits 4-6: a chunk seed for the split check; bit 7:
+//            QoS 2 (the sends are published, and subscriptions made, at QoS 2)
 //   then     frames, each: 1 byte kind (bit 0: a text frame instead of binary), 2 bytes
 //            length (big endian, cut to what is left), the payload
 //
@@ -18,7 +19,11 @@
 //  - the dialect never loses a message: every PUBLISH in the frames is a record (until the
 //    stream breaks), with its topic as the room and a meta object that is JSON;
 //  - an acknowledgement is the PUBACK (QoS 1) or PUBREC (QoS 2) of the message's packet id;
-//  - delivered and failed counts are counts of messages sent, each settled at most once.
+//  - delivered and failed counts are counts of messages sent, each settled at most once;
+//  - at QoS 2: a two-step record's meta says qos 2 and its packet id (what the start-up
+//    rebuild reads back), its acknowledgement is that id's PUBREC; a release's answer is the
+//    PUBCOMP of its id; a count awaiting release was sent and is not settled, and the frame
+//    that releases it is the PUBREL of its packet id.
 
 import Glibc
 import JSON
@@ -38,8 +43,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     index += 3 + length
   }
   let stream = frames.flatMap(\.bytes)
-  checkSplits(stream, version: version, seed: UInt64(input[0] >> 4))
-  var session = BrokerSession(version: version, sends: Int(input[0] >> 1) & 7)
+  checkSplits(stream, version: version, seed: UInt64(input[0] >> 4) & 7)
+  var session = BrokerSession(
+    version: version, sends: Int(input[0] >> 1) & 7, qos: input[0] & 0x80 != 0 ? 2 : 1)
   for frame in frames {
     guard session.read(frame.text ? .text(frame.bytes) : .binary(frame.bytes)) else { break }
   }
@@ -96,10 +102,11 @@ struct BrokerSession {
   var settled: Set<UInt64> = []
   let version: MQTTVersion
 
-  init(version: MQTTVersion, sends: Int) {
+  init(version: MQTTVersion, sends: Int, qos: UInt8) {
     self.version = version
     var settings = MQTTProtocol.Settings()
     settings.version = version
+    settings.qos = qos
     adapter = MQTTProtocol(settings)
     _ = adapter.open(
       ClientHandshake.Result(
@@ -110,12 +117,24 @@ struct BrokerSession {
     require(adapter.read(.binary(connack)).session == .ready, "CONNACK accepted")
     _ = adapter.join(RoomID("chat/#")!)
     for count in 1...UInt64(sends + 1) {
-      _ = adapter.encode(
-        OutboxEntry(
-          id: "id\(count)", room: RoomID("chat/\(count)"), text: "m\(count)", count: count,
-          created: Timestamp(microseconds: 0)))
+      _ = adapter.encode(Self.entry(count))
       sent.insert(count)
     }
+  }
+
+  static func entry(_ count: UInt64) -> OutboxEntry {
+    OutboxEntry(
+      id: "id\(count)", room: RoomID("chat/\(count)"), text: "m\(count)", count: count,
+      created: Timestamp(microseconds: 0))
+  }
+
+  /// The packets of one of the dialect's frames.
+  func packets(_ message: Message) -> [MQTTPacket] {
+    var decoder = MQTTDecoder(version: version, maximumPacketSize: 1 << 24)
+    decoder.append(message.bytes)
+    var out: [MQTTPacket] = []
+    while let packet = try? decoder.next() { out.append(packet) }
+    return out
   }
 
   /// Reads one frame; false once the stream is broken (nothing after it counts).
@@ -136,6 +155,29 @@ struct BrokerSession {
         default: require(false, "an acknowledgement that is not a PUBACK or PUBREC")
         }
       }
+    }
+    for (record, ack) in records {
+      guard let delivery = record.twoStep else { continue }
+      let id = record.meta?.withUnsafeBytes { MQTTProtocol.twoStepDelivery(meta: $0) }
+      require(id == delivery.id, "a two-step record whose meta does not say its packet id")
+      require(
+        ack.map { packets($0) } == [.pubrec(packetID: delivery.id, reasonCode: 0)],
+        "a two-step record not acknowledged by the PUBREC of its id")
+    }
+    for release in reading.releases {
+      require(
+        packets(release.answer) == [.pubcomp(packetID: release.id, reasonCode: 0)],
+        "a release not answered by the PUBCOMP of its id")
+    }
+    for count in reading.awaitingRelease {
+      require(sent.contains(count) && !settled.contains(count), "count \(count) released unsent")
+      var entry = BrokerSession.entry(count)
+      entry.released = true
+      require(
+        packets(adapter.encode(entry)) == [
+          .pubrel(packetID: UInt16(count % 60000 + 1), reasonCode: 0)
+        ],
+        "the release of count \(count) is not the PUBREL of its id")
     }
     for count in reading.delivered + reading.failed.map(\.count) {
       require(sent.contains(count), "settled count \(count) was never sent")

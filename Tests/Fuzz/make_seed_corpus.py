@@ -934,6 +934,15 @@ def mqtt_seeds_all() -> None:
     mqtt_seed("text-frame", 0x00, b"hello", text=True)
     mqtt_seed("split-packet", 0x00, mqtt_publish("t", b"x" * 300, qos=1, pid=9)[:7],
               mqtt_publish("t", b"x" * 300, qos=1, pid=9)[7:])
+    # Bit 7: QoS 2. Two sends (packet ids 2 and 3): a PUBREC asks for the first's release, the
+    # second's PUBREC refuses it, a PUBCOMP completes the first; inbound, a QoS 2 message, its
+    # redelivery (DUP) and its PUBREL; then a CONNACK without the session.
+    mqtt_seed("qos2-v5", 0x82, mqtt_packet(0x50, b"\x00\x02"), mqtt_packet(0x50, b"\x00\x03\x97"),
+              mqtt_packet(0x70, b"\x00\x02"),
+              mqtt_publish("chat/7", b"once", qos=2, pid=11) + mqtt_publish("chat/7", b"once", qos=2, pid=11, flags=8),
+              mqtt_packet(0x62, b"\x00\x0b"), mqtt_packet(0x20, b"\x00\x00\x00"))
+    mqtt_seed("qos2-v311", 0x83, mqtt_packet(0x50, b"\x00\x02"), mqtt_packet(0x70, b"\x00\x02"),
+              mqtt_publish("a/b", b"once", qos=2, pid=7, v5=False), mqtt_packet(0x62, b"\x00\x07"))
 
 
 # ---------------------------------------------------------------------------- stomp

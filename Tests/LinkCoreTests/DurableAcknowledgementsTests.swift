@@ -70,4 +70,23 @@ final class DurableAcknowledgementsTests: XCTestCase {
     acks.stored(seq: 4)
     XCTAssertEqual(acks.release(through: 4), [text("a")])
   }
+
+  func testAnAnswerToAnEarlierRecordKeepsItsPlaceAndTakesNoSeqOfItsOwn() {
+    var acks = DurableAcknowledgements()
+    acks.hold(text("a"))
+    acks.hold(text("earlier"), afterDurable: 3)
+    acks.hold(text("b"))
+    acks.stored(seq: 10)
+    acks.stored(seq: 11)
+    XCTAssertEqual(acks.release(through: 9), [])
+    XCTAssertEqual(acks.release(through: 10), [text("a"), text("earlier")])
+    XCTAssertEqual(acks.release(through: 11), [text("b")])
+  }
+
+  func testAnAnswerToARecordNotYetDurableWaitsForIt() {
+    var acks = DurableAcknowledgements()
+    acks.hold(text("earlier"), afterDurable: 8)
+    XCTAssertEqual(acks.release(through: 7), [])
+    XCTAssertEqual(acks.release(through: 8), [text("earlier")])
+  }
 }

@@ -106,6 +106,8 @@ struct Harness {
     case .confirmedThrough(let count, let entries):
       "confirmed through \(count): \(entries.map(\.entry.id).joined(separator: ","))"
     case .failed(let entry, let reason): "failed \(entry.id): \(reason)"
+    case .release(let entry): "release \(entry.id)"
+    case .journal(let entry): "journal \(entry)"
     case .requestOutbox: "request outbox"
     case .requestPositions(let rooms):
       "request positions \(rooms.map(\.name).joined(separator: ","))"

@@ -54,6 +54,12 @@ final class MQTTProtocolTests: XCTestCase {
     XCTAssertFalse(connect.cleanStart)
     XCTAssertEqual(connect.properties.sessionExpiry, 7 * 86400)
     XCTAssertEqual(connect.keepAlive, 30)
+    XCTAssertNil(connect.properties.receiveMaximum, "at QoS 1 the broker's own limit")
+    var qos2 = self.adapter { $0.qos = 2 }
+    guard case .connect(let bounded)? = packets(qos2.open(handshake()).frames.first).first else {
+      return XCTFail("no CONNECT")
+    }
+    XCTAssertEqual(bounded.properties.receiveMaximum, 1000, "QoS 2 keeps the pending ids bounded")
   }
 
   func testARefusedConnackIsARefusalTheOperatorCanAct() {
@@ -225,5 +231,124 @@ final class MQTTProtocolTests: XCTestCase {
       kicked.read(.binary(broker.encode(.disconnect(reasonCode: 0x8B, properties: .init()))))
         .problem,
       "the broker disconnected: server shutting down")
+  }
+
+  // MARK: QoS 2
+
+  func testAtQoS2AMessageIsATwoStepDeliveryWhoseRecordCarriesItsPacketID() {
+    var adapter = connected { $0.qos = 2 }
+    XCTAssertTrue(adapter.keepsReceipts)
+    let message = MQTTPublish(topic: "t", payload: [65], qos: 2, duplicate: true, packetID: 9)
+    let reading = adapter.read(.binary(broker.encode(.publish(message))))
+    XCTAssertEqual(reading.record?.twoStep, TwoStepDelivery(id: 9, redelivered: true))
+    XCTAssertEqual(
+      String(decoding: reading.record?.meta ?? [], as: UTF8.self),
+      #"{"qos":2,"packet_id":9,"dup":true}"#)
+    XCTAssertEqual(packets(reading.acknowledgement), [.pubrec(packetID: 9, reasonCode: 0)])
+    let qos1 = adapter.read(
+      .binary(broker.encode(.publish(MQTTPublish(topic: "t", payload: [65], qos: 1, packetID: 3)))))
+    XCTAssertNil(qos1.record?.twoStep, "a QoS 1 message the broker downgraded is no such delivery")
+    let release = adapter.read(.binary(broker.encode(.pubrel(packetID: 9, reasonCode: 0))))
+    XCTAssertEqual(release.replies, [], "the PUBCOMP waits for the release to be durable")
+    XCTAssertEqual(release.releases.map(\.id), [9])
+    XCTAssertEqual(packets(release.releases.first?.answer), [.pubcomp(packetID: 9, reasonCode: 0)])
+  }
+
+  func testAQoS2RecordsPacketIDIsReadBackFromItsMeta() {
+    var adapter = connected { $0.qos = 2 }
+    let message = MQTTPublish(topic: "t", payload: [65], qos: 2, retain: true, packetID: 700)
+    let meta = adapter.read(.binary(broker.encode(.publish(message)))).record?.meta ?? []
+    XCTAssertEqual(meta.withUnsafeBytes { MQTTProtocol.twoStepDelivery(meta: $0) }, 700)
+    for other in [
+      #"{"qos":1,"packet_id":7}"#, #"{"qos":2}"#, #"{"qos":2,"packet_id":70000}"#,
+      #"{"qos":2,"packet_id":"7"}"#, "not json", #"{"qos":2,"packet_id":-1}"#,
+    ] {
+      XCTAssertNil(
+        Array(other.utf8).withUnsafeBytes { MQTTProtocol.twoStepDelivery(meta: $0) }, other)
+    }
+  }
+
+  func testANewSessionAtQoS2SaysTheBrokerForgotItsDeliveries() {
+    var adapter = adapter { $0.qos = 2 }
+    _ = adapter.open(handshake())
+    let fresh = adapter.read(
+      .binary(broker.encode(.connack(sessionPresent: false, reasonCode: 0, properties: .init()))))
+    XCTAssertTrue(fresh.deliveriesForgotten)
+    _ = adapter.open(handshake())
+    let kept = adapter.read(
+      .binary(broker.encode(.connack(sessionPresent: true, reasonCode: 0, properties: .init()))))
+    XCTAssertFalse(kept.deliveriesForgotten)
+    var qos1 = connected()
+    XCTAssertFalse(qos1.keepsReceipts)
+    _ = qos1.open(handshake())
+    XCTAssertFalse(
+      qos1.read(
+        .binary(broker.encode(.connack(sessionPresent: false, reasonCode: 0, properties: .init())))
+      ).deliveriesForgotten)
+  }
+
+  func testAtQoS2ASendIsPublishedThenReleasedAndItsOutRecordKeepsTheText() {
+    var adapter = connected { $0.qos = 2 }
+    let frame = adapter.encode(entry(1, "hello", room: "chat/7"))
+    guard case .publish(let message)? = packets(frame).first else { return XCTFail("no PUBLISH") }
+    XCTAssertEqual(message.qos, 2)
+    XCTAssertEqual(message.packetID, 2)
+    let received = adapter.read(.binary(broker.encode(.pubrec(packetID: 2, reasonCode: 0))))
+    XCTAssertEqual(received.awaitingRelease, [1])
+    XCTAssertEqual(received.delivered, [])
+    var released = entry(1, "hello", room: "chat/7")
+    released.released = true
+    let release = adapter.encode(released)
+    XCTAssertEqual(packets(release), [.pubrel(packetID: 2, reasonCode: 0)])
+    XCTAssertEqual(adapter.storedForm(of: release, for: released), .text(Array("hello".utf8)))
+    XCTAssertEqual(
+      adapter.read(.binary(broker.encode(.pubcomp(packetID: 2, reasonCode: 0)))).delivered, [1])
+    XCTAssertNotNil(
+      adapter.read(.binary(broker.encode(.pubrec(packetID: 2, reasonCode: 0)))).problem,
+      "nothing in flight any more")
+  }
+
+  func testAReleasedSendIsReleasedAgainWhateverTheQoSIsNow() {
+    var adapter = connected { $0.qos = 1 }
+    var released = entry(4, "held", room: "chat/7")
+    released.released = true
+    XCTAssertEqual(
+      packets(adapter.encode(released)), [.pubrel(packetID: 5, reasonCode: 0)],
+      "the broker holds it from a run at QoS 2: PUBLISHed, it would come twice")
+    XCTAssertEqual(
+      adapter.read(.binary(broker.encode(.pubcomp(packetID: 5, reasonCode: 0)))).delivered, [4])
+  }
+
+  func testAPubcompWithAReasonCodeStillEndsTheSendAndSaysTheBrokerMayHaveLostIt() {
+    var adapter = connected { $0.qos = 2 }
+    _ = adapter.encode(entry(1, room: "chat/7"))
+    let done = adapter.read(.binary(broker.encode(.pubcomp(packetID: 2, reasonCode: 0x92))))
+    XCTAssertEqual(done.delivered, [1])
+    XCTAssertEqual(done.problem?.contains("it may have lost the message"), true)
+  }
+
+  func testAGrantBelowTheQoSAskedIsNotedForStatusUntilAGrantAsAsked() {
+    var adapter = connected { $0.qos = 2 }
+    var ids: [UInt16] = []
+    for room in ["b/1", "a/1", "c/1"] {
+      guard case .subscribe(let id, _, _)? = packets(adapter.join(RoomID(room)!)).first else {
+        return XCTFail("no SUBSCRIBE")
+      }
+      ids.append(id)
+    }
+    for (id, code) in zip(ids, [UInt8(1), 1, 0]) {
+      _ = adapter.read(
+        .binary(broker.encode(.suback(packetID: id, reasonCodes: [code], properties: .init()))))
+    }
+    XCTAssertEqual(
+      adapter.session?.note,
+      "QoS 2 asked, broker granted 1 for a/1, b/1; QoS 2 asked, broker granted 0 for c/1")
+    guard case .subscribe(let again, _, _)? = packets(adapter.join(RoomID("c/1")!)).first else {
+      return XCTFail("no SUBSCRIBE")
+    }
+    let full = adapter.read(
+      .binary(broker.encode(.suback(packetID: again, reasonCodes: [2], properties: .init()))))
+    XCTAssertNil(full.notice)
+    XCTAssertEqual(adapter.session?.note, "QoS 2 asked, broker granted 1 for a/1, b/1")
   }
 }

@@ -24,6 +24,7 @@ extension Format {
       let namespace = status.namespace.map { " (namespace \(printable($0)))" } ?? ""
       rows.append(("Session", printable(session) + namespace))
     }
+    if let note = status.sessionNote { rows.append(("Session note", printable(note))) }
     if let retry = status.retryIn { rows.append(("Retry in", fixed(retry, 1) + " s")) }
     if let error = status.lastError { rows.append(("Last error", paint(printable(error), .red))) }
     if let failure = status.lastFailure {

@@ -285,8 +285,8 @@ public enum ConfigLoader {
       },
       "Username": { (c, v) throws(ValueError) in c.mqttUsername = v.isEmpty ? nil : v },
       "QoS": { (c, v) throws(ValueError) in
-        guard let value = Int(v), (0...1).contains(value) else {
-          throw ValueError(message: "'\(v)' is not 0 or 1")
+        guard let value = Int(v), (0...2).contains(value) else {
+          throw ValueError(message: "'\(v)' is not 0, 1 or 2")
         }
         c.mqttQoS = UInt8(value)
       },

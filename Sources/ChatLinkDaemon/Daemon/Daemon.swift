@@ -43,6 +43,8 @@ public final class Daemon {
   public private(set) var configuration: Configuration
   public let store: MessageStore
   public let outbox: Outbox
+  /// The journal of QoS 2 deliveries not yet released, with [MQTT] QoS=2.
+  public let receipts: ReceiptJournal?
   public private(set) var link: BackendLink!
   public private(set) var logger: Logger
 
@@ -100,6 +102,8 @@ public final class Daemon {
       outbox = try Outbox(
         loop: self.loop, disk: disk, directory: configuration.storeDirectory,
         maxMessages: configuration.outboxMaxMessages)
+      receipts = try Self.openReceipts(
+        configuration, loop: self.loop, disk: disk, store: store, logger: logger)
     } catch {
       throw .system(error)
     }
@@ -109,7 +113,7 @@ public final class Daemon {
       link = try BackendLink(
         loop: self.loop, resolver: resolver, tlsContext: tlsContext, settings: settings,
         rooms: configuration.rooms.compactMap(RoomID.init), store: store, outbox: outbox,
-        logger: logger)
+        receipts: receipts, logger: logger)
     } catch {
       throw .system(error)
     }
@@ -122,6 +126,7 @@ public final class Daemon {
       logger.warning(
         "outbox recovery skipped corrupt lines", ["lines": String(outbox.corruptLines)])
     }
+    logReceiptsRecovery()
   }
 
   /// What `--check-config` validates: the files, the token and the TLS trust store, without
@@ -279,8 +284,12 @@ public final class Daemon {
     do {
       new = try ConfigLoader.load(path: options.configPath, instance: options.instance)
       // A protocol change needs a restart, so the link keeps its protocol: only names change.
+      // So does a QoS to or from 2, which has a journal of its own (or none).
       var effective = new
       effective.chatProtocol = configuration.chatProtocol
+      if (new.mqttQoS == 2) != (receipts != nil) {
+        effective.mqttQoS = link.settings.link.dialect.mqtt?.qos ?? configuration.mqttQoS
+      }
       settings = try Self.settings(effective)
       tls = try Self.tls(new)
     } catch let error as ConfigError {
@@ -293,6 +302,7 @@ public final class Daemon {
     let old = configuration
     let restartOnly: [(String, Bool)] = [
       ("[Backend] Protocol", new.chatProtocol != old.chatProtocol),
+      ("[MQTT] QoS", (new.mqttQoS == 2) != (old.mqttQoS == 2)),
       ("[Store] Directory", new.storeDirectory != old.storeDirectory),
       ("[Store] Sync", new.sync != old.sync),
       ("[Store] SyncIntervalMSec", new.syncInterval != old.syncInterval),
@@ -326,9 +336,11 @@ public final class Daemon {
     link.stop { [unowned self] in
       self.store.whenDurable {
         self.outbox.whenIdle {
-          self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
-          self.control?.close()
-          self.loop.exit(code: 0)
+          self.whenReceiptsIdle {
+            self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
+            self.control?.close()
+            self.loop.exit(code: 0)
+          }
         }
       }
     }

@@ -172,6 +172,10 @@ extension BackendLink {
       logger.warning(
         "the backend's history no longer reaches back to the newest stored message; "
           + "messages in between may be missing", ["room": room])
+    case .protocolNotice(.grantedLess(let filter, let asked, let granted)):
+      logger.warning(
+        "the broker granted a lower QoS than asked",
+        ["topic": filter, "asked": String(asked), "granted": String(granted)])
     }
   }
 }

@@ -60,6 +60,11 @@ public final class BackendLink: WebSocketClientDelegate {
   private var tlsContext: TLSContext?
   let store: MessageStore
   let outbox: Outbox
+  /// The journal of QoS 2 deliveries stored and not yet released ([MQTT] QoS=2), if kept.
+  let receipts: ReceiptJournal?
+  /// Journal entries the core asked for without a journal to write them to (a dialect
+  /// keeping receipts the daemon did not expect): reported durable at once.
+  private var unjournaled: UInt64 = 0
   // Unchecked exclusivity: both are touched several times for every inbound frame, only on the
   // loop's thread and only through `feed`, which never overlaps two accesses to either.
   @exclusivity(unchecked) private var core: LinkCore
@@ -92,11 +97,12 @@ public final class BackendLink: WebSocketClientDelegate {
   var readingPaused: Bool { core.readingPaused }
 
   /// Creates the link; `start()` connects. The dialect is the one the settings name, unless
-  /// `dialect` gives another (a test's).
+  /// `dialect` gives another (a test's). `receipts` is the journal of QoS 2 deliveries, with
+  /// `[MQTT] QoS=2`.
   public init(
     loop: EventLoop, resolver: Resolver, tlsContext: TLSContext?, settings: BackendSettings,
-    rooms: [RoomID], store: MessageStore, outbox: Outbox, logger: Logger,
-    dialect: (any BackendProtocol)? = nil
+    rooms: [RoomID], store: MessageStore, outbox: Outbox, receipts: ReceiptJournal? = nil,
+    logger: Logger, dialect: (any BackendProtocol)? = nil
   ) throws(SystemError) {
     self.loop = loop
     self.resolver = resolver
@@ -104,8 +110,11 @@ public final class BackendLink: WebSocketClientDelegate {
     self.settings = settings
     self.store = store
     self.outbox = outbox
+    self.receipts = receipts
     self.logger = logger
-    core = LinkCore(settings: settings.link, rooms: rooms, backend: dialect)
+    core = LinkCore(
+      settings: settings.link, rooms: rooms, backend: dialect,
+      receipts: receipts?.restored ?? InboundReceipts(durableThrough: store.durableSeq))
     ownFramesAreJSON = core.framesAreSingleLineJSON
     for timer in LinkTimer.allCases {
       let accuracy: Duration =
@@ -116,6 +125,8 @@ public final class BackendLink: WebSocketClientDelegate {
         })
     }
     outbox.onEnqueued = { [weak self] in self?.offerOutbox() }
+    outbox.onReleased = { [weak self] entries in self?.feed(.released(entries)) }
+    receipts?.onDurable = { [weak self] entry in self?.feed(.journalDurable(through: entry)) }
     store.onWritten = { [weak self] in self?.checkBackpressure() }
     store.onDurable = { [weak self] seq in
       self?.feed(.durable(through: seq))
@@ -219,6 +230,8 @@ public final class BackendLink: WebSocketClientDelegate {
       outbox.confirm(through: count)
       storeOutbound(entries)
     case .failed(let entry, let reason): failed(entry, reason)
+    case .release(let entry): outbox.release(entry)
+    case .journal(let entry): journal(entry)
     case .requestOutbox: offerOutbox()
     case .requestPositions(let rooms): feed(.positions(store.newestIDs(of: rooms)))
     case .pauseReading: client?.isReadingPaused = true
@@ -282,6 +295,16 @@ public final class BackendLink: WebSocketClientDelegate {
       "message refused by the backend",
       ["id": entry.id, "room": entry.room?.name ?? "", "reason": reason])
     onFailed?(entry, reason)
+  }
+
+  /// Writes a journal entry of the receipts; without a journal it counts as durable at once.
+  private func journal(_ entry: ReceiptJournalEntry) {
+    if let receipts {
+      receipts.append(entry)
+    } else {
+      unjournaled += 1
+      feed(.journalDurable(through: unjournaled))
+    }
   }
 
   /// Gives the core the pending entries, when connected.

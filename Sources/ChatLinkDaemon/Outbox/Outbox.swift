@@ -8,8 +8,9 @@ import WebSocket
 ///
 /// A message is acknowledged to the sender only after its line is fsynced, and stays until
 /// the backend confirms it, so it survives reconnects and restarts (at least once, in order).
-/// The file is an append-only log of `add`, `batch` and `ack` lines (`OutboxLines`,
-/// `OutboxLog`), compacted when it grows.
+/// The file is an append-only log of `add`, `batch`, `released` and `ack` lines
+/// (`OutboxLines`, `OutboxLog`), compacted when it grows. A `released` line (MQTT QoS 2: the
+/// broker holds the message) is fsynced before the release goes out (`Outbox+Release.swift`).
 public final class Outbox {
   /// The file name.
   public static let fileName = "outbox.jsonl"
@@ -24,6 +25,9 @@ public final class Outbox {
   public var onEnqueued: (() -> Void)?
   /// Entries queued since start (durable and accepted): only grows.
   public private(set) var queued = 0
+  /// Called when entries' releases became durable (`release(_:)`), with the entries as
+  /// they are now.
+  public var onReleased: (([OutboxEntry]) -> Void)?
 
   private let loop: EventLoop
   private let disk: BackgroundWorker
@@ -31,7 +35,12 @@ public final class Outbox {
   private var nextCount: UInt64 = 1
   private var random = SecureRandomGenerator()
   private var timeFormatter = TimestampFormatter()
-  private var batch: [UInt8] = []
+  var batch: [UInt8] = []
+  /// Entries whose `released` lines are in `batch`, and those in the job on the disk.
+  var releasing: [OutboxEntry] = []
+  var releasingOnDisk: [OutboxEntry] = []
+  /// Tries a failed job's releases again.
+  var releaseRetry: Timer?
   /// The last disk job's memory, for the next batch (`HandedBytes`).
   private var spare: SpareBuffer?
   /// Entries accepted in this loop iteration, waiting for the next disk job.
@@ -44,7 +53,7 @@ public final class Outbox {
   private var inFlightEntries: [OutboxEntry] = []
   /// The pending entries. Confirmations remove a prefix, which costs what they confirm, not
   /// what is still waiting.
-  private var entries = FIFOBuffer<OutboxEntry>()
+  var entries = FIFOBuffer<OutboxEntry>()
   /// Waiters for entries of the job on the disk, added by repeated client ids (see `enqueue`).
   private var inFlightWaiters: [Waiter] = []
 
@@ -62,6 +71,9 @@ public final class Outbox {
     logSize = file.size
     spare = try SpareBuffer(loop: loop) { [unowned self] in
       if self.batch.isEmpty { self.batch = [] }
+    }
+    releaseRetry = try loop.makeTimer(accuracy: .milliseconds(50)) { [unowned self] in
+      self.scheduleFlush()
     }
   }
 
@@ -270,7 +282,7 @@ public final class Outbox {
 
   private var idleWaiters: [() -> Void] = []
 
-  private func scheduleFlush() {
+  func scheduleFlush() {
     guard !flushPosted else { return }
     flushPosted = true
     // Whatever is added before the posted flush runs (acks, or sends while a job is on the
@@ -291,7 +303,10 @@ public final class Outbox {
     }
     let chunk = HandedBytes(batch)
     let waiters = batchWaiters
-    let sync = !batchEntries.isEmpty
+    // A release goes out only once its line is durable, as a send is accepted only then.
+    let sync = !batchEntries.isEmpty || !releasing.isEmpty
+    releasingOnDisk = releasing
+    releasing = []
     batch = spare?.take(reserving: 0) ?? []
     inFlight = true
     inFlightEntries = batchEntries
@@ -345,6 +360,8 @@ public final class Outbox {
     inFlight = false
     let written = inFlightEntries
     inFlightEntries = []
+    let released = releasingOnDisk
+    releasingOnDisk = []
     let waiters = jobWaiters + inFlightWaiters
     inFlightWaiters = []
     switch outcome.result {
@@ -360,11 +377,13 @@ public final class Outbox {
       queued += written.count
       for waiter in waiters { waiter.completion(.success(written[waiter.entries])) }
       if !written.isEmpty { onEnqueued?() }
+      if !released.isEmpty { markReleased(released) }
     case .failure(let error):
       // The write was rolled back: none of these messages is in the outbox (so there is room
       // for batches waiting for it, which learn how the disk is doing).
       for waiter in waiters { waiter.completion(.failure(.storageFailed(error))) }
       admitWaiting()
+      if !released.isEmpty { retryReleases(released) }
     }
     flush()
   }

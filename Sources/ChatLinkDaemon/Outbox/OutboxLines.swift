@@ -126,7 +126,8 @@ enum OutboxLines {
   }
 
   /// A compacted log: the counter line, then the pending entries, those accepted together
-  /// still together (a `batch` line for each run of them that is left).
+  /// still together (a `batch` line for each run of them that is left), then a `released`
+  /// line for each released one.
   static func compactionImage(
     nextCount: UInt64, pending: ArraySlice<OutboxEntry>
   ) -> [UInt8] {
@@ -156,6 +157,11 @@ enum OutboxLines {
       }
       if let shared { appendAccepted(pending[start..<end], shared.pieces, to: &image) }
       start = end
+    }
+    for entry in pending where entry.released {
+      image.append(#"{"op":"released","id":"# as StaticString)
+      entry.clientID.appendJSON(to: &image)
+      image.append("}\n" as StaticString)
     }
     return image
   }

@@ -5,7 +5,9 @@ import LinkCore
 ///
 /// The log is JSON lines: `add` (an accepted message with its count), `batch` (messages
 /// accepted together: their room, time and first count once, their ids and texts as arrays;
-/// the `i`th has the first count plus `i`), `ack` (a confirmed one,
+/// the `i`th has the first count plus `i`), `released` (by client id: the backend holds the
+/// message and our release of it is durable, MQTT QoS 2: it is never sent again, only its
+/// release), `ack` (a confirmed one,
 /// by client id; or, with `through`, every entry up to that count, as one pong confirms a whole
 /// burst) and `counter` (written first by a compaction, so counts stay monotonic after
 /// every acknowledged `add` is gone). Replaying reads nothing but the bytes it is given, so
@@ -76,6 +78,13 @@ struct OutboxLog {
       }
       for entry in batch { byID[entry.id] = entry }
       maxCount = max(maxCount, batch[batch.count - 1].count)
+    case "released":
+      // An entry acknowledged meanwhile has nothing left to release.
+      guard let id = fields.string(.id) else {
+        corruptLines += 1
+        return
+      }
+      byID[id]?.released = true
     case "ack":
       if let id = fields.string(.id) {
         byID[id] = nil

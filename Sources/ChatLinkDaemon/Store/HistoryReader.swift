@@ -38,16 +38,26 @@ public enum HistoryReader {
   /// - Parameters:
   ///   - paths: the store files, newest first (messages.jsonl, .1, .2, …).
   ///   - indexDirectory: where the room indexes are (`<Directory>/.index`); nil reads without.
+  ///   - keeping: when given, only the matching lines it keeps are returned (and count
+  ///     towards the limit): a reader after a few lines of many need not hold the rest.
   public static func read(
-    paths: [String], query: HistoryQuery, indexDirectory: String? = nil
+    paths: [String], query: HistoryQuery, indexDirectory: String? = nil,
+    keeping: ((ArraySlice<UInt8>) -> Bool)? = nil
   ) -> Result<[[UInt8]], SystemError> {
     var found: [[UInt8]] = []
+    // Whether each line handed over was kept, so a file read again whole takes back its own.
+    var kept: [Bool] = []
     let limit = query.limit
     let result = visit(
       paths: paths, query: query, indexDirectory: indexDirectory,
-      discard: { count in found.removeLast(count) },
+      discard: { count in
+        found.removeLast(kept.suffix(count).filter { $0 }.count)
+        kept.removeLast(count)
+      },
       visit: { line in
-        found.append(Array(line))
+        let keep = keeping?(line) ?? true
+        kept.append(keep)
+        if keep { found.append(Array(line)) }
         return found.count < limit
       })
     return result.map { found.reversed() }

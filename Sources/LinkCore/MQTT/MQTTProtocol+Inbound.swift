@@ -24,24 +24,18 @@ extension MQTTProtocol {
   private mutating func handle(_ packet: MQTTPacket, into reading: inout ProtocolReading) {
     switch packet {
     case .connack(let present, let code, let properties):
-      guard code == 0 else {
-        reading.session = .refused(Self.refusal(connack: code, properties.reasonString))
-        return
-      }
-      connected = true
-      sessionPresent = present
-      if !present { sessionFilters = [] }
-      receiveMaximum = properties.receiveMaximum.map(Int.init)
-      brokerMaximumPacketSize = properties.maximumPacketSize.map(Int.init)
-      if let seconds = properties.serverKeepAlive, seconds > 0 {
-        // The broker's keepalive replaces ours (MQTT 5 §3.2.2.3.14): PINGREQ within it.
-        reading.heartbeatInterval = .seconds(Int(seconds))
-      }
-      reading.session = .ready
+      connack(present: present, code: code, properties, into: &reading)
     case .publish(let message):
       received(message, into: &reading)
     case .pubrel(let id, _):
-      reading.replies.append(frame(.pubcomp(packetID: id, reasonCode: 0)))
+      let answer = frame(.pubcomp(packetID: id, reasonCode: 0))
+      // At QoS 2 the release is forgotten durably before the PUBCOMP lets the broker reuse
+      // the id; a QoS 2 message that came under a lower QoS remembers nothing.
+      if keepsReceipts {
+        reading.releases.append((id, answer))
+      } else {
+        reading.replies.append(answer)
+      }
     case .puback(let id, let code, let properties):
       acknowledged(id, code, properties, into: &reading)
     case .suback(let id, let codes, let properties):
@@ -52,6 +46,7 @@ extension MQTTProtocol {
           + Self.reason(code, properties.reasonString)
       } else {
         sessionFilters.insert(filter)
+        granted(codes.first ?? settings.qos, for: filter, into: &reading)
       }
     case .unsuback(let id, _):
       awaitedSubscriptions.removeValue(forKey: id)
@@ -66,16 +61,46 @@ extension MQTTProtocol {
       }
     case .auth:
       reading.session = .broken("extended authentication (AUTH) is not supported")
-    case .pubrec(let id, _), .pubcomp(let id, _):
-      reading.problem = "a QoS 2 acknowledgement for packet id \(id); nothing is sent at QoS 2"
+    case .pubrec(let id, let code):
+      receivedByBroker(id, code, into: &reading)
+    case .pubcomp(let id, let code):
+      completed(id, code, into: &reading)
     case .connect, .subscribe, .unsubscribe, .pingreq:
       reading.problem = "a packet only clients send"
     }
   }
 
+  /// The broker's answer to our CONNECT.
+  private mutating func connack(
+    present: Bool, code: UInt8, _ properties: MQTTProperties, into reading: inout ProtocolReading
+  ) {
+    guard code == 0 else {
+      reading.session = .refused(Self.refusal(connack: code, properties.reasonString))
+      return
+    }
+    connected = true
+    sessionPresent = present
+    if !present {
+      sessionFilters = []
+      // A new session: the broker will neither release nor redeliver the old one's QoS 2
+      // messages, and may reuse their ids.
+      if keepsReceipts { reading.deliveriesForgotten = true }
+    }
+    receiveMaximum = properties.receiveMaximum.map(Int.init)
+    brokerMaximumPacketSize = properties.maximumPacketSize.map(Int.init)
+    if let seconds = properties.serverKeepAlive, seconds > 0 {
+      // The broker's keepalive replaces ours (MQTT 5 §3.2.2.3.14): PINGREQ within it.
+      reading.heartbeatInterval = .seconds(Int(seconds))
+    }
+    reading.session = .ready
+  }
+
   /// An inbound message: its record, acknowledged (QoS 1 and 2) once durable.
   private func received(_ message: MQTTPublish, into reading: inout ProtocolReading) {
-    let record = Self.record(message)
+    var record = Self.record(message, twoStep: keepsReceipts)
+    if keepsReceipts, message.qos == 2, let id = message.packetID {
+      record.twoStep = TwoStepDelivery(id: id, redelivered: message.duplicate)
+    }
     var acknowledgement: Message?
     if let id = message.packetID {
       acknowledgement =
@@ -113,7 +138,7 @@ extension MQTTProtocol {
 
   /// The record of an inbound message: the topic as the room, the payload as it came, and
   /// the MQTT details as `meta`.
-  static func record(_ message: MQTTPublish) -> InboundMessage {
+  static func record(_ message: MQTTPublish, twoStep: Bool = false) -> InboundMessage {
     // As a send's room is written (`RoomID`), so a topic "7" is the same room both ways.
     var room = RoomID(message.topic)?.json ?? []
     if room.isEmpty { JSONString.append(message.topic, to: &room) }
@@ -126,14 +151,17 @@ extension MQTTProtocol {
     } else {
       record = InboundMessage(payload: .binary(message.payload), scan: .unscanned, room: room)
     }
-    record.meta = meta(message)
+    record.meta = meta(message, packetID: twoStep && message.qos == 2)
     return record
   }
 
-  /// `{"qos":1,"retain":true,…}`: what the store keeps besides the payload.
-  static func meta(_ message: MQTTPublish) -> [UInt8] {
+  /// `{"qos":1,"retain":true,…}`: what the store keeps besides the payload; with `packetID`,
+  /// a QoS 2 message's id, which says after a crash that it was stored
+  /// (`twoStepDelivery(meta:)`).
+  static func meta(_ message: MQTTPublish, packetID: Bool = false) -> [UInt8] {
     let p = message.properties
     var members: [(key: String, value: JSONValue)] = [("qos", .int(Int64(message.qos)))]
+    if packetID, let id = message.packetID { members.append(("packet_id", .int(Int64(id)))) }
     if message.retain { members.append(("retain", .bool(true))) }
     if message.duplicate { members.append(("dup", .bool(true))) }
     if let value = p.contentType { members.append(("content_type", .string(value))) }

@@ -9,10 +9,15 @@ import WebSocket
 ///   persistent 3.1.1 session the broker already holds the ones subscribed before).
 /// - Sends are PUBLISHes to the room's topic; at QoS 1 the PUBACK confirms (MQTT 5: a reason
 ///   code from 0x80 refuses), at QoS 0 the next PINGRESP does. Packet ids come from the outbox
-///   count, so a resend after a reconnect carries the same id, with DUP set.
+///   count, so a resend after a reconnect carries the same id, with DUP set. At QoS 2 the
+///   broker's PUBREC asks for our PUBREL, which goes out once the outbox holds the entry as
+///   released (never PUBLISHed again, only released again), and the PUBCOMP confirms.
 /// - Inbound PUBLISHes are stored (room: the topic; the payload as JSON, text or binary; QoS,
 ///   retain and MQTT 5 properties as `meta`), and a QoS 1 message is acknowledged only once its
-///   record is durable: the broker keeps it until then, across a crash or an outage.
+///   record is durable: the broker keeps it until then, across a crash or an outage. At QoS 2
+///   the PUBREC waits likewise, the packet id is remembered until the broker's PUBREL (the
+///   core's `InboundReceipts`), and a redelivery of a remembered id is answered without a
+///   second record.
 /// - Keepalive: PINGREQ every KeepAliveSec=, PINGRESP expected.
 public struct MQTTProtocol: BackendProtocol {
   /// What `MQTTProtocol` is configured with ([MQTT] in chatlinkd.conf).
@@ -31,7 +36,7 @@ public struct MQTTProtocol: BackendProtocol {
     public var username: String?
     /// The password: the token.
     public var password: [UInt8]?
-    /// The QoS of subscriptions and publishes: 0 or 1.
+    /// The QoS of subscriptions and publishes: 0, 1 or 2.
     public var qos: UInt8 = 1
     /// Put before a room's name to make the topic a send goes to.
     public var topicPrefix = ""
@@ -41,6 +46,10 @@ public struct MQTTProtocol: BackendProtocol {
     /// Creates the defaults.
     public init() {}
   }
+
+  /// The most QoS 2 messages the broker may send us unacknowledged (MQTT 5's receive
+  /// maximum); at lower QoS the broker's own limit applies.
+  static let qos2ReceiveMaximum: UInt16 = 1000
 
   /// Packet ids 1…`publishIDs` are for publishes (from the outbox count); the rest cycle for
   /// subscriptions, so the two never collide.
@@ -65,6 +74,11 @@ public struct MQTTProtocol: BackendProtocol {
   var everPublished: UInt64 = 0
   /// Filters subscribed under the broker's persistent session (kept across connections).
   var sessionFilters: Set<String> = []
+  /// Filters the broker granted a lower QoS than asked, with what it granted (kept across
+  /// connections: a 3.1.1 session the broker kept is not subscribed again).
+  var grantedLess: [String: UInt8] = [:]
+  /// Filters whose lower grant was logged already: once per room, not on every reconnect.
+  var grantsNoticed: Set<String> = []
 
   /// Creates the adapter.
   public init(_ settings: Settings) {
@@ -79,9 +93,10 @@ public struct MQTTProtocol: BackendProtocol {
   public var confirmsByPong: Bool { settings.qos == 0 }
   public var maxFrameSize: Int? { brokerMaximumPacketSize }
   public var maxInFlight: Int? { settings.qos == 0 ? nil : receiveMaximum ?? 1000 }
+  public var keepsReceipts: Bool { settings.qos == 2 }
 
   public var session: ProtocolSession? {
-    connected ? ProtocolSession(id: settings.clientID) : nil
+    connected ? ProtocolSession(id: settings.clientID, note: grantNote) : nil
   }
 
   public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
@@ -96,6 +111,9 @@ public struct MQTTProtocol: BackendProtocol {
     if settings.version == .v5 {
       properties.sessionExpiry = settings.cleanStart ? 0 : settings.sessionExpiry
       properties.maximumPacketSize = UInt32(clamping: settings.maximumPacketSize)
+      // At QoS 2 each message stays pending until its PUBCOMP: a bounded window keeps the
+      // receipts, their journal and the broker's resends after a reconnect bounded too.
+      if settings.qos == 2 { properties.receiveMaximum = Self.qos2ReceiveMaximum }
     }
     let connect = MQTTConnect(
       version: settings.version, clientID: settings.clientID, cleanStart: settings.cleanStart,
@@ -120,6 +138,7 @@ public struct MQTTProtocol: BackendProtocol {
 
   public mutating func leave(_ room: RoomID) -> Message? {
     sessionFilters.remove(room.name)
+    grantedLess[room.name] = nil
     let id = subscriptionID(for: room.name)
     return frame(.unsubscribe(packetID: id, filters: [room.name], properties: MQTTProperties()))
   }
@@ -147,6 +166,13 @@ public struct MQTTProtocol: BackendProtocol {
   }
 
   public mutating func encode(_ entry: OutboxEntry) -> Message {
+    if entry.released {
+      // The broker holds it (it was sent at QoS 2, whatever QoS= says now): PUBLISHed again,
+      // it would deliver it twice.
+      let id = UInt16(entry.count % Self.publishIDs + 1)
+      awaitedPublishes[id] = entry.count
+      return frame(.pubrel(packetID: id, reasonCode: 0))
+    }
     var message = MQTTPublish(
       topic: topic(entry.room), payload: entry.textBytes, qos: settings.qos)
     if settings.qos > 0 {
@@ -158,6 +184,11 @@ public struct MQTTProtocol: BackendProtocol {
     if settings.version == .v5 { message.properties.payloadFormat = 1 }
     everPublished = max(everPublished, entry.count)
     return frame(.publish(message))
+  }
+
+  /// The "out" record keeps the message's text, not the packet (which may be its PUBREL).
+  public func storedForm(of frame: Message, for entry: OutboxEntry) -> Message {
+    .text(entry.textBytes)
   }
 
   /// The "out" record keeps the message's text, not the packet.
