@@ -12,6 +12,10 @@ import LinkCore
 /// `"7"` are two rooms), and at most `maxRooms` keep a window: past that, the room least
 /// recently seen gives its up. Nothing here touches the disk: `MessageStore` fills it from the
 /// store's tail at start and with every record it keeps.
+///
+/// Every room's data lives in arrays of this value, one element a room, so each access is
+/// checked when compiled: a room kept as an object would cost a run-time exclusivity check on
+/// every field it touches, for every message.
 struct DedupeWindow {
   /// The most ids a room keeps; 0 keeps none.
   let capacity: Int
@@ -19,10 +23,14 @@ struct DedupeWindow {
   let maxRooms: Int
   /// Hashes ids as the window keeps them.
   let hasher: IDHasher
-  private var windows: [RoomWindow] = []
-  /// Window indices by room (open addressing on the room's FNV-1a hash, linear probing; -1 is
-  /// free), twice as many slots as rooms may keep windows: a room is found without hashing its
-  /// bytes a second time through a dictionary.
+  /// Each room's JSON, its FNV-1a hash, when it was last seen, its ids and its newest id.
+  private var rooms: [[UInt8]] = []
+  private var roomHashes: [UInt32] = []
+  private var lastSeen: [UInt64] = []
+  private var recent: [RecentIDs] = []
+  private var newest: [[UInt8]] = []
+  /// Room indices by room hash (open addressing, linear probing; -1 is free), twice as many
+  /// slots as rooms may keep windows.
   private var roomSlots: [Int32]
   /// Increases with every insert, for choosing the room least recently seen.
   private var clock: UInt64 = 0
@@ -41,19 +49,20 @@ struct DedupeWindow {
   var isEnabled: Bool { capacity > 0 }
 
   /// How many rooms keep ids.
-  var roomCount: Int { windows.count }
+  var roomCount: Int { rooms.count }
 
   /// How many ids are kept, over every room.
-  var count: Int { windows.reduce(0) { $0 + $1.count } }
+  var count: Int { recent.reduce(0) { $0 + $1.count } }
 
   /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them. Returns
   /// true for a new id (the record is to be kept), false for a duplicate.
   @discardableResult
   mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer) -> Bool {
     guard isEnabled else { return true }
-    let window = windows[window(of: room ?? [])]
-    guard window.insert(hash(id), capacity: capacity) else { return false }
-    window.setNewestID(id)
+    let index = self.index(of: room ?? [])
+    guard recent[index].insert(hasher.hash(id), capacity: capacity) else { return false }
+    newest[index].removeAll(keepingCapacity: true)
+    newest[index].append(contentsOf: id)
     return true
   }
 
@@ -70,63 +79,67 @@ struct DedupeWindow {
   /// newest id. Ids already kept (records stored since) stay the newest.
   mutating func restore(room: [UInt8], hashes: [UInt64], newestID: [UInt8]?) {
     guard isEnabled, !hashes.isEmpty else { return }
-    let index = window(of: room)
-    let kept = windows[index]
-    let restored = RoomWindow(room: room)
-    restored.lastSeen = kept.lastSeen
+    let index = self.index(of: room)
+    let kept = recent[index]
+    var restored = RecentIDs()
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, capacity: capacity) }
-    if let newestID { newestID.withUnsafeBytes { restored.setNewestID($0) } }
-    restored.append(kept, capacity: capacity)
-    windows[index] = restored
+    for hash in kept.oldestFirst { _ = restored.insert(hash, capacity: capacity) }
+    recent[index] = restored
+    if kept.count == 0, let newestID { newest[index] = newestID }
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
   func contains(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
     guard isEnabled, let index = find(room ?? []).index else { return false }
-    return windows[index].contains(hash(id))
+    return recent[index].contains(hasher.hash(id))
   }
 
   /// The newest id of `room`, as it was inserted last (the position a backend replays from).
   func newestID(room: [UInt8]?) -> [UInt8]? {
-    find(room ?? []).index.flatMap { windows[$0].newestID }
+    find(room ?? []).index.flatMap { newest[$0].isEmpty ? nil : newest[$0] }
   }
 
   private var mask: Int { roomSlots.count - 1 }
 
-  /// `room`'s window index if it has one, and the slot it is in or would take.
+  /// `room`'s index if it has one, and the slot it is in or would take.
   private func find(_ room: [UInt8]) -> (index: Int?, slot: Int) {
     let hash = FNV1a.hash32(room)
     var slot = Int(hash) & mask
     while true {
       let index = Int(roomSlots[slot])
       if index < 0 { return (nil, slot) }
-      if windows[index].roomHash == hash && windows[index].room == room { return (index, slot) }
+      if roomHashes[index] == hash && rooms[index] == room { return (index, slot) }
       slot = (slot + 1) & mask
     }
   }
 
-  /// The index of `room`'s window, made (and a stale one given up) when there is none.
-  private mutating func window(of room: [UInt8]) -> Int {
+  /// `room`'s index, made (and the room least recently seen given up) when it has none.
+  private mutating func index(of room: [UInt8]) -> Int {
     clock &+= 1
     let found = find(room)
     if let index = found.index {
-      windows[index].lastSeen = clock
+      lastSeen[index] = clock
       return index
     }
-    let window = RoomWindow(room: room)
-    window.lastSeen = clock
-    if windows.count < maxRooms {
-      windows.append(window)
-      roomSlots[found.slot] = Int32(windows.count - 1)
-      return windows.count - 1
+    if rooms.count < maxRooms {
+      rooms.append(room)
+      roomHashes.append(FNV1a.hash32(room))
+      lastSeen.append(clock)
+      recent.append(RecentIDs())
+      newest.append([])
+      roomSlots[found.slot] = Int32(rooms.count - 1)
+      return rooms.count - 1
     }
-    // The room least recently seen gives its window to this one; rare, so the slots are
-    // simply laid out again.
-    let index = windows.indices.min { windows[$0].lastSeen < windows[$1].lastSeen } ?? 0
-    windows[index] = window
+    // Rare: the slots are simply laid out again.
+    let index = lastSeen.indices.min { lastSeen[$0] < lastSeen[$1] } ?? 0
+    rooms[index] = room
+    roomHashes[index] = FNV1a.hash32(room)
+    lastSeen[index] = clock
+    recent[index] = RecentIDs()
+    newest[index] = []
     roomSlots = Array(repeating: -1, count: roomSlots.count)
-    for (i, each) in windows.enumerated() {
-      var slot = Int(each.roomHash) & mask
+    for (i, hash) in roomHashes.enumerated() {
+      var slot = Int(hash) & mask
       while roomSlots[slot] >= 0 { slot = (slot + 1) & mask }
       roomSlots[slot] = Int32(i)
     }
@@ -140,35 +153,30 @@ struct IDHasher: Sendable {
 
   /// The hash under which `id` is kept.
   func hash(_ id: some Collection<UInt8>) -> UInt64 { FNV1a.hash64(id, basis: basis) }
+
+  /// The hash of bytes read where they lie.
+  func hash(_ id: UnsafeRawBufferPointer) -> UInt64 { FNV1a.hash64(id, basis: basis) }
 }
 
 /// One room's recent ids: their hashes in arrival order (a ring) and an open-addressing table
 /// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
-private final class RoomWindow {
-  let room: [UInt8]
-  /// `room`'s FNV-1a hash, for finding the window.
-  let roomHash: UInt32
-  var lastSeen: UInt64 = 0
+private struct RecentIDs {
   /// Hashes, oldest at `head` once the ring is full.
   private var ring: [UInt64] = []
   private var head = 0
   /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
   /// of two at least 4/3 of the ids it holds.
-  private var table: [UInt32] = Array(repeating: RoomWindow.empty, count: 16)
-  /// The newest id (its bytes copied into memory kept for the next).
-  private(set) var newestID: [UInt8]?
+  private var table: [UInt32] = Array(repeating: RecentIDs.empty, count: 16)
   private static let empty = UInt32.max
-
-  init(room: [UInt8]) {
-    self.room = room
-    roomHash = FNV1a.hash32(room)
-  }
 
   var count: Int { ring.count }
 
+  /// The hashes, oldest first.
+  var oldestFirst: [UInt64] { Array(ring[head...] + ring[..<head]) }
+
   func contains(_ hash: UInt64) -> Bool { slot(of: hash).found }
 
-  func insert(_ hash: UInt64, capacity: Int) -> Bool {
+  mutating func insert(_ hash: UInt64, capacity: Int) -> Bool {
     let probe = slot(of: hash)
     if probe.found { return false }
     if ring.count < capacity {
@@ -188,21 +196,6 @@ private final class RoomWindow {
     return true
   }
 
-  /// Inserts `later`'s ids after these, oldest first; its newest id becomes the newest.
-  func append(_ later: RoomWindow, capacity: Int) {
-    guard !later.ring.isEmpty else { return }
-    let order = later.ring[later.head...] + later.ring[..<later.head]
-    for hash in order { _ = insert(hash, capacity: capacity) }
-    if let id = later.newestID { newestID = id }
-  }
-
-  /// Notes `id` as the newest.
-  func setNewestID(_ id: UnsafeRawBufferPointer) {
-    if newestID == nil { newestID = [] }
-    newestID!.removeAll(keepingCapacity: true)
-    newestID!.append(contentsOf: id)
-  }
-
   private var mask: Int { table.count - 1 }
 
   /// Where `hash` is, or the free slot it would take.
@@ -216,7 +209,7 @@ private final class RoomWindow {
     }
   }
 
-  private func place(_ position: UInt32) {
+  private mutating func place(_ position: UInt32) {
     var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
     while table[slot] != Self.empty { slot = (slot + 1) & mask }
     table[slot] = position
@@ -224,7 +217,7 @@ private final class RoomWindow {
 
   /// Removes `hash` from the table, moving later entries of its probe run back into the gap
   /// (deletion without tombstones keeps lookups short however long the room lives).
-  private func remove(_ hash: UInt64) {
+  private mutating func remove(_ hash: UInt64) {
     let found = slot(of: hash)
     guard found.found else { return }
     var gap = found.slot
@@ -243,7 +236,7 @@ private final class RoomWindow {
     table[gap] = Self.empty
   }
 
-  private func rebuildTable(size: Int) {
+  private mutating func rebuildTable(size: Int) {
     table = Array(repeating: Self.empty, count: size)
     for position in ring.indices { place(UInt32(position)) }
   }
