@@ -29,18 +29,22 @@ extension LinkCore {
   private mutating func store(
     _ record: consuming InboundMessage, acknowledgement: Message?, _ actions: inout [LinkAction]
   ) {
-    if let delivery = record.twoStep, let acknowledgement,
-      answeredRedelivery(delivery, acknowledgement, &actions)
-    {
-      return
+    // Only a dialect that delivers in two steps marks records: every other record passes
+    // without its fields being read here (reading one would copy the record).
+    var twoStep: TwoStepDelivery?
+    if tracksReceipts {
+      twoStep = record.twoStep
+      if let twoStep, let acknowledgement, answeredRedelivery(twoStep, acknowledgement, &actions) {
+        return
+      }
     }
     counters.received += 1
     if let acknowledgement {
       if acknowledgements.isEmpty { actions.append(.awaitDurability(true)) }
       acknowledgements.hold(acknowledgement)
-      if tracksReceipts { receipts.willStore(record.twoStep?.id) }
+      if tracksReceipts { receipts.willStore(twoStep?.id) }
     }
-    actions.append(.store(record, acknowledged: acknowledgement != nil))
+    actions.append(.store(consume record, acknowledged: acknowledgement != nil))
   }
 
   /// Records through `seq` are durable: their acknowledgements go out, in the order the
