@@ -197,6 +197,11 @@ public struct InboundMessage: Sendable {
   public var payload: Message
   /// How its text was scanned.
   public var scan: PayloadScan
+  /// Set when the record is a delivery in two steps (MQTT QoS 2), remembered until the
+  /// backend releases it (`InboundReceipts`); `meta` must then carry its id, so that the
+  /// record alone says, after a crash, that the delivery was stored. (Declared next to `scan`:
+  /// together they fit where `scan` alone left padding, and every record is moved many times.)
+  public var twoStep: TwoStepDelivery?
   /// The room as raw JSON, when the dialect names one.
   public var room: [UInt8]?
   /// What the dialect keeps besides the payload, as a JSON object (MQTT's QoS and
@@ -206,10 +211,6 @@ public struct InboundMessage: Sendable {
   /// content, a number's digits), when the dialect is told where to find one: the store keeps
   /// it in the record and drops a message whose id its room has had recently.
   public var id: MessageIDText?
-  /// Set when the record is a delivery in two steps (MQTT QoS 2), remembered until the
-  /// backend releases it (`InboundReceipts`); `meta` must then carry its id, so that the
-  /// record alone says, after a crash, that the delivery was stored.
-  public var twoStep: TwoStepDelivery?
 
   /// Creates a record's content.
   public init(

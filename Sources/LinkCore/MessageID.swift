@@ -4,8 +4,9 @@ import JSON
 /// content without escapes, or a number), so that reading it costs no allocation, or in bytes
 /// of its own (unescaped, or from outside the payload: a header).
 public enum MessageIDText: Sendable, Hashable {
-  /// The id is these bytes of the record's payload.
-  case inPayload(Range<Int>)
+  /// The id is the bytes `start..<end` of the record's payload (32-bit offsets keep a record
+  /// small; a message is far shorter than 4 GiB).
+  case inPayload(start: UInt32, end: UInt32)
   /// The id is these bytes.
   case bytes([UInt8])
 
@@ -15,11 +16,11 @@ public enum MessageIDText: Sendable, Hashable {
     in payload: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R
   ) -> R {
     switch self {
-    case .inPayload(let range):
-      guard range.lowerBound >= 0, range.upperBound <= payload.count else {
+    case .inPayload(let start, let end):
+      guard start <= end, Int(end) <= payload.count else {
         return body(UnsafeRawBufferPointer(start: nil, count: 0))
       }
-      return body(UnsafeRawBufferPointer(rebasing: payload[range]))
+      return body(UnsafeRawBufferPointer(rebasing: payload[Int(start)..<Int(end)]))
     case .bytes(let bytes): return bytes.withUnsafeBytes(body)
     }
   }
@@ -45,10 +46,10 @@ public enum MessageID {
         }
         i += 1
       }
-      return .inPayload(content)
+      return inPayload(content)
     }
     guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
-    return .inPayload(range)
+    return inPayload(range)
   }
 
   /// The id the JSON value at `range` of `raw` holds, or nil.
@@ -64,6 +65,12 @@ public enum MessageID {
     }
     guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
     return copy(UnsafeRawBufferPointer(rebasing: raw[range]))
+  }
+
+  private static func inPayload(_ range: Range<Int>) -> MessageIDText? {
+    guard let start = UInt32(exactly: range.lowerBound), let end = UInt32(exactly: range.upperBound)
+    else { return nil }
+    return .inPayload(start: start, end: end)
   }
 
   /// The bytes as an array, copied in one piece (every inbound message with an id makes one).
