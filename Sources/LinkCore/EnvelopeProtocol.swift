@@ -154,24 +154,34 @@ public struct EnvelopeProtocol: BackendProtocol {
         return sameRoom(UnsafeRawBufferPointer(rebasing: raw[range]))
       }
     }
-    if let truncatedEventName {
-      let gap = message.withUnsafeBytes { raw in
-        Self.string(raw, scan.topLevel[0], equals: truncatedEventName)
-      }
-      if gap { reading.historyGap = room.map { String(decoding: $0, as: UTF8.self) } ?? "null" }
-    }
+    if truncatedEventName != nil { noteTruncation(message, room: room, into: &reading) }
     reading.echoedClientID = message.withUnsafeBytes { raw -> String? in
       // Only a message event echoes a send; other events may carry ids of their own.
       guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
       return Self.string(raw, scan.nested[1])
     }
-    let id =
-      scan.nested.count > 2
-      ? message.withUnsafeBytes { raw in
-        MessageID.location(raw, scan.nested[2])
-      } : nil
+    var id: MessageIDText?
+    if scan.nested.count > 2 { id = messageID(message) }
     reading.record = InboundMessage(
       payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)
+  }
+
+  /// Whether the frame is the backend's truncation event: a history gap. Out of line: only
+  /// joins that ask for replays make it possible, and the common frame must not pay for it.
+  @inline(never)
+  private func noteTruncation(
+    _ message: borrowing Message, room: [UInt8]?, into reading: inout ProtocolReading
+  ) {
+    guard let truncatedEventName else { return }
+    let gap = message.withUnsafeBytes { raw in
+      Self.string(raw, scan.topLevel[0], equals: truncatedEventName)
+    }
+    if gap { reading.historyGap = room.map { String(decoding: $0, as: UTF8.self) } ?? "null" }
+  }
+
+  /// Where the frame's id is (IDField=).
+  private func messageID(_ message: borrowing Message) -> MessageIDText? {
+    message.withUnsafeBytes { raw in MessageID.location(raw, scan.nested[2]) }
   }
 
   /// The room's bytes: the previous frame's array when they are the same.
