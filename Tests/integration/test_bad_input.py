@@ -7,12 +7,13 @@ the connection and the other clients carry on."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import BIN, wait_delivered, wait_until
+from conftest import BIN, CHATLINKD, wait_delivered, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,3 +58,111 @@ def test_send_dash_repairs_invalid_utf8_and_stops_clearly_at_a_line_too_long_for
     status = daemon.status()
     assert status["state"] == "open" and status["connects"] == 1, status
     assert daemon.send("later", room="ops")["state"] == "queued"
+
+
+def check_config(daemon) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CHATLINKD), "--check-config", "--config", str(daemon.config_path)],
+                          capture_output=True, text=True, timeout=10)
+
+
+def start_refused(daemon) -> subprocess.CompletedProcess:
+    """A start that must fail at once: its exit and stderr."""
+    return subprocess.run([str(CHATLINKD), "--config", str(daemon.config_path)],
+                          capture_output=True, text=True, timeout=10)
+
+
+BAD_TOKENS = {
+    "empty": (b"", "the file is empty"),
+    "huge": (b"tok-secret" + b"a" * 70_000, "File too large"),
+    "binary": (b"tok-secret\xff\xfe\x00\x01\n", "the token contains spaces or non-ASCII characters"),
+    "directory": (None, "Is a directory"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_TOKENS))
+def test_a_bad_token_file_is_refused_naming_it_at_reload_and_start_and_nothing_is_lost(
+        make_daemon, backend, kind):
+    content, reason = BAD_TOKENS[kind]
+    daemon = make_daemon()
+    daemon.wait_state("open")
+    backend.refuse(503)  # what is sent now waits in the outbox
+    backend.drop_all()
+    acked = [{**daemon.send(f"queued {i}", room="ops"), "room": "ops", "text": f"queued {i}"} for i in range(3)]
+    daemon.token_file.unlink()
+    if content is None:
+        daemon.token_file.mkdir()
+    else:
+        daemon.token_file.write_bytes(content)
+    t0 = time.monotonic()
+    daemon.send_signal(signal.SIGHUP)
+    daemon.wait_log("reload failed", since=t0)
+    said = f"cannot read the token from {daemon.token_file}: {reason}"
+    assert said in daemon.log_text(), daemon.log_text()[-2000:]
+    # The old token stays: the queued sends go out with it once the backend takes them.
+    backend.accept()
+    daemon.wait_state("open", timeout=10, min_connects=2)
+    wait_delivered(backend, acked)
+    new = [a for a in backend.attempts() if a.t > t0]
+    assert new and all(a.authorization == f"Bearer {daemon.token}" for a in new)
+    assert daemon.status()["outbox"] == 0
+    # Neither --check-config nor a start take the file; neither shows what it holds.
+    for run in (check_config(daemon), start_refused(daemon)):
+        assert run.returncode != 0 and said in run.stderr, run
+        assert "tok-secret" not in run.stdout + run.stderr
+    assert daemon.running()
+    # A token file written on Windows is fine: a CRLF ends the line as a LF does.
+    daemon.stop()
+    if content is None:
+        daemon.token_file.rmdir()
+    daemon.token_file.write_bytes(daemon.token.encode() + b"\r\n")
+    daemon.start()
+    daemon.wait_state("open")
+    assert backend.attempts()[-1].authorization == f"Bearer {daemon.token}"
+
+
+BAD_DROP_INS = {
+    "syntax": (b"[Backend]\nRooms=7 ops extra\njust some words\n", 3, "expected Key=Value, found 'just some words'"),
+    "binary": (b"[Backend]\n\xff\xfe\x00=1\n", 2, "invalid key"),
+    "directory": (None, 0, "cannot read: Is a directory"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_DROP_INS))
+def test_a_bad_drop_in_is_refused_naming_its_file_and_line_and_the_running_config_stays(
+        make_daemon, backend, kind):
+    content, line, message = BAD_DROP_INS[kind]
+    daemon = make_daemon()
+    daemon.wait_state("open")
+    conn = backend.open_connections()[0]
+    drop_ins = daemon.config_path.with_name(daemon.config_path.name + ".d")
+    drop_ins.mkdir()
+    (drop_ins / "10-good.conf").write_text("[Backend]\nRooms=\nRooms=7 ops extra\n")
+    bad = drop_ins / "20-bad.conf"
+    if content is None:
+        bad.mkdir()
+    else:
+        bad.write_bytes(content)
+    place = f"{bad}:{line}" if line else str(bad)
+    t0 = time.monotonic()
+    daemon.send_signal(signal.SIGHUP)
+    daemon.wait_log("reload failed; keeping the running configuration", since=t0)
+    logged = [text for t, text in daemon.log_lines(t0) if "reload failed" in text][0]
+    assert place in logged and message in logged, logged
+    # Nothing of either drop-in applies, and nothing that was running stops.
+    time.sleep(0.3)
+    status = daemon.status()
+    assert status["state"] == "open" and status["rooms"] == ["7", "ops"] and status["connects"] == 1, status
+    assert conn.open
+    acked = [{**daemon.send(f"after {i}", room="ops"), "room": "ops", "text": f"after {i}"} for i in range(3)]
+    wait_delivered(backend, acked)
+    for run in (check_config(daemon), start_refused(daemon)):
+        assert run.returncode != 0 and place in run.stderr and message in run.stderr, run
+    # Without the bad one, the good drop-in applies.
+    if content is None:
+        bad.rmdir()
+    else:
+        bad.unlink()
+    t0 = time.monotonic()
+    daemon.send_signal(signal.SIGHUP)
+    daemon.wait_log("configuration reloaded", since=t0)
+    wait_until(lambda: sorted(daemon.status()["rooms"]) == ["7", "extra", "ops"], 5, message="the good drop-in")
