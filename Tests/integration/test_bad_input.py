@@ -166,3 +166,44 @@ def test_a_bad_drop_in_is_refused_naming_its_file_and_line_and_the_running_confi
     daemon.send_signal(signal.SIGHUP)
     daemon.wait_log("configuration reloaded", since=t0)
     wait_until(lambda: sorted(daemon.status()["rooms"]) == ["7", "extra", "ops"], 5, message="the good drop-in")
+
+
+def test_an_outbox_with_damaged_lines_of_every_kind_delivers_every_good_entry_in_order(make_daemon, backend):
+    # outbox.jsonl as a crash and a bad disk could leave it: good add, batch, ack and counter
+    # lines among damaged lines of each kind, zeros where a write was lost, and a torn last
+    # line. The damaged lines are skipped and counted in the log; every entry the good lines
+    # leave pending goes out, in count order, and new sends count on above them.
+    daemon = make_daemon(start=False)
+    daemon.store_dir.mkdir(parents=True)
+    t = '"time":"2026-01-01T00:00:00Z"'
+    good = [
+        '{"op":"counter","count":10}',
+        f'{{"op":"add","id":"a","room":"ops","count":10,{t},"text":"one"}}',
+        f'{{"op":"batch","room":7,"count":11,{t},"ids":["b","c","d"],"texts":["two","three","four"]}}',
+        '{"op":"ack","id":"c"}',
+        f'{{"op":"add","id":"e","room":"ops","count":14,{t},"text":"five"}}',
+    ]
+    damaged = [
+        '{"op":"add","id":"x","room":"ops","count":"15","text":"lost"}',
+        '{"op":"batch","room":7,"count":16,"ids":["y","z"],"texts":["only one"]}',
+        '{"op":"ack","id":5}',
+        '{"op":"counter","count":-1}',
+        '{"op":"add","id":"x","ro{"op":"add","id":"w","room":7,"count":18,"text":"glued"}',
+        '\x00' * 512,
+        'garbage',
+    ]
+    lines = [good[0], good[1], damaged[0], good[2], damaged[1], damaged[2], good[3], damaged[3],
+             damaged[4], damaged[5], good[4], damaged[6]]
+    torn = '{"op":"add","id":"t","room":"ops","count":20,"text":"torn'
+    (daemon.store_dir / "outbox.jsonl").write_bytes(("\n".join(lines) + "\n" + torn).encode())
+    daemon.start()
+    daemon.wait_log(f"outbox recovery skipped corrupt lines lines={len(damaged)}", timeout=5)
+    daemon.wait_state("open")
+    expected = [("a", "ops", "one", 10), ("b", "7", "two", 11), ("d", "7", "four", 13), ("e", "ops", "five", 14)]
+    wait_until(lambda: len(backend.sends()) >= len(expected), 10, message="the pending entries")
+    sent = [(d["client_id"], str(d["room_id"]), d["message"], d["count"]) for d in backend.sends()]
+    assert sent == expected, sent
+    wait_outbox_empty(daemon)
+    assert daemon.send("new", room="ops")["count"] == 15
+    # The torn line was cut: the log ends with a whole line.
+    assert (daemon.store_dir / "outbox.jsonl").read_bytes().endswith(b"\n")
