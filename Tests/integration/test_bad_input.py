@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
 
@@ -263,3 +264,51 @@ def test_a_store_with_damaged_lines_and_index_files_starts_and_history_finds_eve
     assert newest[0]["data"]["data"]["message"] == "after the damage"
     # The damaged lines are still where they were: recovery removes nothing but a torn tail.
     assert sum(p.read_bytes().count(b"garbage") for p in daemon.store_dir.glob("messages.jsonl*")) >= 1
+
+
+METRICS_GARBAGE = {
+    "tls-client-hello": (bytes.fromhex("16030100a5010000a10303") + bytes(range(32)) + b"\n\n", 400),
+    "binary": (b"\x00\xff\xfe\x80\n\r\n", 400),
+    "http2-preface": (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400),
+    "http2-version": (b"GET /metrics HTTP/2.0\r\n\r\n", 505),
+    "header-without-colon": (b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n", 400),
+    "oversized-without-end": (b"GET /metrics HTTP/1.1\r\nX: " + b"\xff" * 9000, 431),
+    "combining-mark-after-colon": ("GET /metrics HTTP/1.1\r\nAccept:\u0301 */*\r\n\r\n".encode(), 200),
+}
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        answer = b""
+        try:
+            while chunk := s.recv(4096):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    return answer
+
+
+def test_garbage_on_the_metrics_port_gets_its_status_and_nothing_else_is_touched(make_daemon, backend):
+    # Whatever a stranger sends to the metrics port gets a status line and a closed connection;
+    # the backend link, the store and the control socket never notice, and the next scrape
+    # counts just what happened.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    daemon = make_daemon({"Metrics": {"Listen": f"127.0.0.1:{port}"}})
+    daemon.wait_state("open")
+    wait_until(lambda: backend.members(7), 5, message="room 7 joined")
+    for name, (data, status) in METRICS_GARBAGE.items():
+        answer = raw_exchange(port, data)
+        assert answer.startswith(f"HTTP/1.1 {status} ".encode()), (name, answer[:200])
+        assert b"\r\nConnection: close\r\n" in answer, name
+        backend.push(7, f"after {name}")
+    wait_until(lambda: daemon.status()["received"] == len(METRICS_GARBAGE), 5, message="every message stored")
+    status = daemon.status()
+    assert status["state"] == "open" and status["connects"] == 1, status
+    stored = [r["data"]["data"]["message"] for r in daemon.records() if r["dir"] == "in"]
+    assert stored == [f"after {name}" for name in METRICS_GARBAGE]
+    scrape = raw_exchange(port, b"GET /metrics HTTP/1.1\r\n\r\n").decode()
+    assert scrape.startswith("HTTP/1.1 200 "), scrape[:200]
+    assert f"\nchatlink_messages_stored_total {len(METRICS_GARBAGE)}\n" in scrape, scrape
