@@ -12,10 +12,12 @@
 #              against it, and MQTTProtocol reading a hostile broker's frames (LinkCore)
 #   stomp      Tests/Fuzz/STOMPFuzzer.swift: STOMPDecoder whole or in pieces, STOMPEncoder round
 #              trips, and STOMPProtocol reading a hostile broker's frames (LinkCore)
+#   metrics    Tests/Fuzz/MetricsFuzzer.swift: MetricsRequestParser reading what anyone who
+#              reaches the metrics port sends, and MetricsHTTPResponse (ChatLinkDaemon/Metrics)
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
-#                                           together: split 2:1:1:1:1:1 (60 s: 20 websocket,
-#                                           8 each for the others), at least 1 s each; one
+#                                           together: split 2:1:1:1:1:1:1 (60 s: 18 websocket,
+#                                           7 each for the others), at least 1 s each; one
 #                                           fuzzer named alone gets all of it
 #   scripts/fuzz.sh --build-only [FUZZER...]  just build .build/fuzz/<name>-fuzzer
 #   .build/fuzz/<name>-fuzzer FILE          replay one input (e.g. a crash artifact)
@@ -83,11 +85,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=.build/fuzz
 MODULES="$OUT/modules"
 GEN="$OUT/gen"
-ALL_FUZZERS=(websocket varlink config socketio mqtt stomp)
+ALL_FUZZERS=(websocket varlink config socketio mqtt stomp metrics)
 
 # The target whose sources are compiled into the fuzzer's own module (internal API), if any;
 # every other target it needs is found from the `import` lines and built as a module.
-declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]="")
+declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]=""
+  [metrics]="")
 declare -A FUZZER_SOURCE=(
   [websocket]=Tests/Fuzz/WebSocketFuzzer.swift
   [varlink]=Tests/Fuzz/VarlinkFuzzer.swift
@@ -95,9 +98,11 @@ declare -A FUZZER_SOURCE=(
   [socketio]=Tests/Fuzz/SocketIOFuzzer.swift
   [mqtt]=Tests/Fuzz/MQTTFuzzer.swift
   [stomp]=Tests/Fuzz/STOMPFuzzer.swift
+  [metrics]=Tests/Fuzz/MetricsFuzzer.swift
 )
-declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1)
-declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000)
+declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1 [metrics]=1)
+declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000
+  [metrics]=20000)
 # Reported bugs in Sources that the fuzzers step around (see the header comment); each flag
 # is explained where the fuzzer source tests it.
 declare -A KNOWN_BUGS=(
@@ -107,6 +112,7 @@ declare -A KNOWN_BUGS=(
   [socketio]=""
   [mqtt]=""
   [stomp]=""
+  [metrics]=""
 )
 
 BUILD_ONLY=0

@@ -49,7 +49,8 @@ public final class ChatLinkClient {
   /// the waiting calls in order): a stream goes as fast as the backend confirms it. When the
   /// daemon refuses one (the disk fails, say), no more are sent, the replies to those already
   /// sent are still read and their receipts given, and then the refusal is thrown: a receipt
-  /// is given for every message accepted.
+  /// is given for every message accepted. A message too long for any request the daemon takes
+  /// (`requestLimit`) is not sent: the messages before it are, and then that is thrown.
   public func sendMany(
     _ texts: some Sequence<String>, room: String?, onReceipt: (SendReceipt) -> Void
   ) throws(ClientError) {
@@ -76,15 +77,7 @@ public final class ChatLinkClient {
     // The daemon refuses requests over 64 KiB; a line longer than this goes alone.
     let batchBytes = 48 * 1024
     let window = 4
-    var opening: [UInt8] = Array(#"{"method":"#.utf8)
-    JSONString.append(SendBatchMethod.qualifiedName, to: &opening)
-    opening += Array(#","parameters":{"#.utf8)
-    if let room {
-      opening += Array(#""room":"#.utf8)
-      JSONString.append(room, to: &opening)
-      opening.append(UInt8(ascii: ","))
-    }
-    opening += Array(#""wait_for_room":true,"texts":["#.utf8)
+    let opening = Self.batchOpening(room: room)
     var request = opening
     var item: [UInt8] = []
     var queued = 0
@@ -98,6 +91,7 @@ public final class ChatLinkClient {
       inFlight += 1
     }
     var refusal: ClientError?
+    var (tooLong, messages): (ClientError?, Int) = (nil, 0)
     func receiveBatch() throws(ClientError) {
       let reply: SendBatchReceipt
       do {
@@ -114,6 +108,13 @@ public final class ChatLinkClient {
     while true {
       item.removeAll(keepingCapacity: true)
       guard next({ JSONString.append($0, to: &item) }) else { break }
+      messages += 1
+      // Too long even alone (with the opening and `]}}`): the daemon would close the
+      // connection, and the receipts of the calls before it would go with it.
+      guard opening.count + item.count + 3 <= Self.requestLimit else {
+        tooLong = Self.tooLong(message: messages, bytes: item.count - 2)
+        break
+      }
       if queued > 0 && (queued == batchCount || request.count + item.count > batchBytes) {
         try finishBatch()
         while inFlight >= window { try receiveBatch() }
@@ -125,7 +126,34 @@ public final class ChatLinkClient {
     }
     if queued > 0 && refusal == nil { try finishBatch() }
     while inFlight > 0 { try receiveBatch() }
-    if let refusal { throw refusal }
+    if let refusal = refusal ?? tooLong { throw refusal }
+  }
+
+  /// The largest request the daemon reads (NUL excluded): ChatLinkDaemon's
+  /// `ControlServer.requestLimit`. A longer one is refused and the connection closed.
+  public static let requestLimit = 64 * 1024
+
+  /// A SendBatch request up to its first text.
+  private static func batchOpening(room: String?) -> [UInt8] {
+    var opening: [UInt8] = Array(#"{"method":"#.utf8)
+    JSONString.append(SendBatchMethod.qualifiedName, to: &opening)
+    opening += Array(#","parameters":{"#.utf8)
+    if let room {
+      opening += Array(#""room":"#.utf8)
+      JSONString.append(room, to: &opening)
+      opening.append(UInt8(ascii: ","))
+    }
+    return opening + Array(#""wait_for_room":true,"texts":["#.utf8)
+  }
+
+  /// Why message `message` (the 1-based place in the stream), `bytes` long as JSON, was not sent.
+  private static func tooLong(message: Int, bytes: Int) -> ClientError {
+    .varlink(
+      .invalidParameter(
+        name: "texts",
+        reason:
+          "message \(message) is \(bytes) bytes, more than one request to chatlinkd may hold "
+          + "(\(requestLimit) bytes); it and the messages after it were not sent"))
   }
 
   /// Joins a room, now and after every reconnect.

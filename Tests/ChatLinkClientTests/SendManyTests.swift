@@ -67,6 +67,36 @@ final class SendManyTests: XCTestCase {
     XCTAssertEqual(receipts, Array(texts[..<1024] + texts[2048..<5120]))
   }
 
+  /// A message no request could hold (the daemon would refuse it and close the connection,
+  /// taking the receipts of the calls before it along) is not sent: every message before it
+  /// is, with its receipt, then the error says which message and why; none after it is sent.
+  func testAMessageTooLongForAnyRequestIsRefusedClearlyAfterEveryEarlierMessagesReceipt() throws {
+    let daemon = try daemon()
+    // The longest text one request holds: the batch's opening, the quoted text and `]}}`.
+    let opening =
+      #"{"method":"io.chatlink.Daemon.SendBatch","parameters":{"wait_for_room":true,"texts":["#
+    let longest = String(
+      repeating: "x", count: ChatLinkClient.requestLimit - opening.utf8.count - 2 - 3)
+    let texts = (0..<2000).map { "m\($0)" } + [longest, "next", longest + "y", "never"]
+    var receipts: [String] = []
+    XCTAssertThrowsError(
+      try ChatLinkClient(socketPath: daemon.path).sendMany(texts, room: nil) {
+        receipts.append($0.id)
+      }
+    ) { error in
+      guard case .varlink(.invalidParameter("texts", let reason)) = error as? ClientError else {
+        return XCTFail("\(error)")
+      }
+      XCTAssertEqual(
+        reason,
+        "message 2003 is \(longest.utf8.count + 1) bytes, more than one request to chatlinkd "
+          + "may hold (65536 bytes); it and the messages after it were not sent")
+    }
+    XCTAssertEqual(receipts, Array(texts[..<2002]), "every message before it, with its receipt")
+    XCTAssertEqual(batches(daemon).flatMap { $0 }, Array(texts[..<2002]))
+    XCTAssertEqual(batches(daemon).suffix(2), [[longest], ["next"]], "the longest goes alone")
+  }
+
   func testNoMessagesMakeNoCall() throws {
     let daemon = try daemon()
     try ChatLinkClient(socketPath: daemon.path).sendMany([String](), room: nil) { _ in

@@ -180,6 +180,29 @@ final class CommandRunTests: XCTestCase {
     XCTAssertNil(daemon.calls.first?.parameters["room"] ?? nil)
   }
 
+  /// A line longer than any request the daemon reads (which would make it close the
+  /// connection, the receipts of the lines before going with it) is not sent: the lines before
+  /// it are queued and summed up, the error names it, and nothing after it is sent.
+  func testSendDashStopsAtALineTooLongForTheDaemonAfterQueueingEveryLineBeforeIt() throws {
+    let counter = Counter()
+    let daemon = try FakeDaemon { call in
+      let n = Int64(call.parameters["texts"]?.arrayValue?.count ?? 0)
+      return [Self.batchReceipt(call, first: counter.take(n))]
+    }
+    let input = ["a", "b", String(repeating: "x", count: 70_000), "c"]
+    let run = chatlinkctl(["--socket", daemon.path, "send", "-"], input: input)
+    XCTAssertEqual(run.status, 1)
+    XCTAssertEqual(run.output, "queued 2 messages; the last is id-b (count 2)\n")
+    XCTAssertEqual(
+      run.errors,
+      "chatlinkctl: chatlinkd refused the parameter 'texts': message 3 is 70000 bytes, more than "
+        + "one request to chatlinkd may hold (65536 bytes); it and the messages after it were not "
+        + "sent\n")
+    XCTAssertEqual(
+      daemon.calls.flatMap { $0.parameters["texts"]?.arrayValue ?? [] },
+      [.string("a"), .string("b")])
+  }
+
   func testSendDashAsJSONPrintsOneReceiptPerLine() throws {
     let daemon = try FakeDaemon { call in [Self.batchReceipt(call, first: 7)] }
     let run = chatlinkctl(

@@ -275,4 +275,71 @@ final class RoomIndexStoreTests: XCTestCase {
       XCTAssertEqual(info.st_mode & 0o007, 0, name)
     }
   }
+
+  /// The unindexed parts of the store file at `path`, as History sees them; nil when it does
+  /// not use the index for it at all.
+  private func gaps(_ path: String, rotated: Bool) throws -> Int? {
+    let fd = Glibc.open(path, O_RDONLY)
+    defer { Glibc.close(fd) }
+    let size = try XCTUnwrap(FileSystem.size(path))
+    return RoomIndexFiles.segments(
+      fd: fd, size: size, rotated: rotated, directory: indexDirectory
+    )?.filter { if case .unindexed = $0 { true } else { false } }.count
+  }
+
+  /// Every index file damaged while the daemon was down, in each way a crash, a disk or a hand
+  /// can damage it: the store starts, History answers every query as a scan does, no record is
+  /// lost, and the indexes are whole again (the live one at start, a rotated one at the first
+  /// query that needs it) once they can be written.
+  func testIndexesDamagedWhileStoppedAreRebuiltAndHistoryStaysRight() throws {
+    var store: MessageStore? = try open()
+    var last = 4_000
+    try append(store!, 1...last, room: room)
+    for damage in ["garbage", "cut", "flipped", "empty", "zeros", "swapped", "directory"] {
+      store = nil
+      let names = indexFiles()
+      XCTAssertGreaterThan(names.count, 2, damage)
+      let contents = try names.map { try FileSystem.read(indexDirectory + "/" + $0) }
+      for (i, name) in names.enumerated() {
+        let path = indexDirectory + "/" + name
+        var bytes = contents[i]
+        switch damage {
+        case "garbage": bytes = Array("not an index".utf8)
+        case "cut": bytes = Array(bytes[..<(bytes.count * 2 / 3)])
+        case "flipped": bytes[bytes.count / 2] ^= 0xFF
+        case "empty": bytes = []
+        case "zeros": bytes = [UInt8](repeating: 0, count: bytes.count)
+        case "swapped": bytes = contents[(i + 1) % names.count]
+        default:
+          unlink(path)
+          XCTAssertEqual(mkdir(path, 0o750), 0)
+          continue
+        }
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+      }
+      store = try open()
+      try append(store!, (last + 1)...(last + 200), room: room)
+      last += 200
+      try assertIndexedQueriesMatchScans(damage)
+      let rare = (1...last).filter { $0 % 400 == 7 }.map(UInt64.init)
+      XCTAssertEqual(
+        try query("rare", limit: 1_000), rare, "every record is still found: \(damage)")
+      let rotated = paths.dropFirst().filter { FileSystem.exists($0) }
+      if damage == "directory" {
+        // No index can be written in its place: those files are scanned, answers stay right.
+        for name in indexFiles() { rmdir(indexDirectory + "/" + name) }
+        continue
+      }
+      XCTAssertLessThanOrEqual(try gaps(paths[0], rotated: false) ?? 99, 1, "live file: \(damage)")
+      for path in rotated {
+        XCTAssertEqual(try gaps(path, rotated: true), 0, "\(path): \(damage)")
+      }
+    }
+    // With the directories gone, the next start indexes the live file again.
+    store = nil
+    store = try open()
+    try append(store!, (last + 1)...(last + 10), room: room)
+    XCTAssertLessThanOrEqual(try gaps(paths[0], rotated: false) ?? 99, 1)
+    try assertIndexedQueriesMatchScans("after the directories")
+  }
 }

@@ -7,6 +7,8 @@
   Tests/Fuzz/corpus/config/     Tests/Fuzz/ConfigFuzzer.swift: mode, flags A, flags B, then the payload
   Tests/Fuzz/corpus/stomp/      Tests/Fuzz/STOMPFuzzer.swift: flags, then WebSocket messages (kind, 2-byte
                           length, payload)
+  Tests/Fuzz/corpus/metrics/    Tests/Fuzz/MetricsFuzzer.swift: flags, chunk seed, then the request bytes
+                          (raw) or what a request is built from (structured)
   Tests/Fuzz/varlink.dict, Tests/Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
 
 (see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
@@ -1031,6 +1033,48 @@ def stomp_seeds_all() -> None:
     st_seed("before-connected", 0, st_message(st_msg(9)), st_message("\n\n"))
 
 
+# ---------------------------------------------------------------------------- metrics
+
+metrics_seeds: dict[str, bytes] = {}
+
+M_LIMIT_8K, M_LIMIT_64, M_LIMIT_16, M_LIMIT_3 = range(4)
+M_STRUCTURED = 4
+
+
+def m_seed(name: str, flags: int, payload: bytes | str, chunks: int = 0) -> None:
+    assert name not in metrics_seeds, name
+    data = payload.encode() if isinstance(payload, str) else payload
+    metrics_seeds[name] = bytes([flags, chunks]) + data
+
+
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+
+
+def metrics_seeds_all() -> None:
+    m_seed("prometheus", M_LIMIT_8K, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9105\r\nUser-Agent: "
+           f"Prometheus/2.42.0\r\nAccept: {PROMETHEUS_ACCEPT}\r\nAccept-Encoding: gzip\r\n\r\n", chunks=2)
+    m_seed("curl", M_LIMIT_8K, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n", chunks=1)
+    m_seed("head-lf", M_LIMIT_8K, "HEAD /metrics?x=1 HTTP/1.0\nAccept: text/plain\n\n")
+    m_seed("refused-openmetrics", M_LIMIT_8K,
+           "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;q=0\r\naccept: */*\r\n\r\n")
+    m_seed("post-body", M_LIMIT_8K, "POST /metrics HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody")
+    m_seed("not-found", M_LIMIT_8K, "GET / HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n")
+    m_seed("http2", M_LIMIT_8K, "GET /metrics HTTP/2.0\r\n\r\n")
+    m_seed("preface", M_LIMIT_8K, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    m_seed("no-colon", M_LIMIT_8K, "GET /metrics HTTP/1.1\r\nno colon\r\n\r\n")
+    m_seed("tls-hello", M_LIMIT_8K, bytes.fromhex("16030100a5010000a10303") + bytes(range(32)) + b"\n\n")
+    m_seed("at-limit-crlf", M_LIMIT_16, "GET /metrics HTTP/1.1\r\n\r\n", chunks=1)
+    m_seed("over-limit", M_LIMIT_64, "GET /metrics HTTP/1.1\r\nX-Pad: " + "a" * 80 + "\r\n\r\n", chunks=3)
+    m_seed("tiny-limit", M_LIMIT_3, "G\n\r\n")
+    m_seed("utf8-header", M_LIMIT_8K, "GET /metrics HTTP/1.1\r\nAccept:\u0301 text/plain\r\nX-\u00e9: \xff\r\n\r\n".encode(
+        "utf-8", "surrogateescape"))
+    m_seed("structured-get", M_STRUCTURED | M_LIMIT_8K, bytes([0, 0, 0, 2 | (1 << 2)]) + b"\x03localhost")
+    m_seed("structured-accepts", M_STRUCTURED | M_LIMIT_8K,
+           bytes([1, 1, 1, 3 | (2 << 2)]) + b"\x00application/openmetrics-text;q=0.5\x00\x01\t*/*")
+    m_seed("structured-small", M_STRUCTURED | M_LIMIT_64, bytes([2, 3, 0, 0]) + b"\x04" + b"v" * 40, chunks=1)
+
+
 def main() -> int:
     raw_seeds()
     conn_seeds()
@@ -1053,6 +1097,8 @@ def main() -> int:
     write_corpus(FUZZ / "corpus" / "mqtt", mqtt_seeds)
     stomp_seeds_all()
     write_corpus(FUZZ / "corpus" / "stomp", stomp_seeds)
+    metrics_seeds_all()
+    write_corpus(FUZZ / "corpus" / "metrics", metrics_seeds)
     return 0
 
 

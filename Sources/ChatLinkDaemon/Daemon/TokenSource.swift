@@ -32,7 +32,9 @@ public enum TokenSource {
     } catch {
       throw Failure(path: path, reason: error.message)
     }
-    let token = INIParser.trim(text.filter { $0 != "\n" && $0 != "\r" })
+    // By scalars: "\r\n" is one Character, which neither "\n" nor "\r" would remove.
+    let token = INIParser.trim(
+      String(String.UnicodeScalarView(text.unicodeScalars.filter { $0 != "\n" && $0 != "\r" })))
     guard !token.isEmpty else { throw Failure(path: path, reason: "the file is empty") }
     guard token.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value < 0x7F }) else {
       throw Failure(path: path, reason: "the token contains spaces or non-ASCII characters")

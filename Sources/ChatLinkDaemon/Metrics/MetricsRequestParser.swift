@@ -49,7 +49,9 @@ public struct MetricsRequestParser: Sendable {
     buffer.append(contentsOf: bytes.prefix(limit + 4 - min(buffer.count, limit + 4)))
     let end = headEnd()
     guard let end else {
-      if buffer.count > limit { return finish(.invalid(status: 431)) }
+      // A blank line that starts within the limit may take three bytes more (LF CR LF): only
+      // once they are here is there surely none, whatever the reads were.
+      if buffer.count >= limit + 3 { return finish(.invalid(status: 431)) }
       searched = max(0, buffer.count - 3)
       return .needMore
     }
@@ -79,30 +81,34 @@ public struct MetricsRequestParser: Sendable {
     return nil
   }
 
+  /// Reads the head as bytes, as HTTP is: as Characters, a combining mark after a space or a
+  /// colon would join it into one, and the request line or a header would not split there.
   private static func parse(_ head: ArraySlice<UInt8>) -> Result {
     var lines = head.split(separator: 0x0A, omittingEmptySubsequences: false).map {
-      String(decoding: $0.last == 0x0D ? $0.dropLast() : $0, as: UTF8.self)
+      $0.last == 0x0D ? $0.dropLast() : $0
     }
     guard !lines.isEmpty else { return .invalid(status: 400) }
-    let requestLine = lines.removeFirst().split(separator: " ", omittingEmptySubsequences: false)
-    guard requestLine.count == 3, !requestLine[0].isEmpty, requestLine[1].hasPrefix("/") else {
+    let requestLine = lines.removeFirst().split(separator: 0x20, omittingEmptySubsequences: false)
+    guard requestLine.count == 3, !requestLine[0].isEmpty, requestLine[1].first == UInt8(ascii: "/")
+    else {
       return .invalid(status: 400)
     }
-    guard requestLine[2] == "HTTP/1.1" || requestLine[2] == "HTTP/1.0" else {
-      return .invalid(status: requestLine[2].hasPrefix("HTTP/") ? 505 : 400)
+    let version = requestLine[2]
+    guard version.elementsEqual("HTTP/1.1".utf8) || version.elementsEqual("HTTP/1.0".utf8) else {
+      return .invalid(status: version.starts(with: "HTTP/".utf8) ? 505 : 400)
     }
     var accept: String?
     for line in lines where !line.isEmpty {
-      guard let colon = line.firstIndex(of: ":") else { return .invalid(status: 400) }
-      let name = line[..<colon]
-      if name.lowercased() == "accept" {
-        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-        accept = (accept.map { $0 + "," } ?? "") + String(value)
+      guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .invalid(status: 400) }
+      if String(decoding: line[..<colon], as: UTF8.self).lowercased() == "accept" {
+        let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+        accept = (accept.map { $0 + "," } ?? "") + String(decoding: value, as: UTF8.self)
       }
     }
-    let target = requestLine[1]
-    let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+    let path = requestLine[1].prefix { $0 != UInt8(ascii: "?") }
     return .request(
-      MetricsRequest(method: String(requestLine[0]), path: String(path), accept: accept))
+      MetricsRequest(
+        method: String(decoding: requestLine[0], as: UTF8.self),
+        path: String(decoding: path, as: UTF8.self), accept: accept))
   }
 }
