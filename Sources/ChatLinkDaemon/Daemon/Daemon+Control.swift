@@ -144,7 +144,8 @@ extension Daemon: ControlTarget {
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
       let held = HeldMessage(
         record: StoreRecord(
-          seq: seq, time: time, direction: .inbound, room: inbound.room, meta: inbound.meta,
+          seq: seq, time: time, direction: .inbound, room: inbound.room,
+          clientID: inbound.id.map { String(decoding: $0, as: UTF8.self) }, meta: inbound.meta,
           payload: inbound.payload),
         scan: inbound.scan, room: room)
       let durable = waitForFsync ? self.store.durableSeq : .max
