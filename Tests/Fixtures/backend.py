@@ -536,6 +536,15 @@ class Backend:
             h = self._histories.get(_room_key(room))
             return [i for i, _ in h.entries] if h else []
 
+    def caught_up(self, room) -> bool:
+        """History mode: whether some open connection has joined the room and been sent all
+        of its history its cursor reaches (a replay and everything published since)."""
+        key = _room_key(room)
+        with self._lock:
+            h = self._histories.get(key)
+            return any(key in c.cursors and key not in c.notices and c.cursors[key] >= (h.next_id if h else 1)
+                       for c in self._conns.values() if c.open)
+
     def join_data(self) -> list[tuple[float, int, dict]]:
         """(time, connection id, data) of every join-room received: what each join asked."""
         with self._lock:
