@@ -530,12 +530,6 @@ class Backend:
             h = self._histories.get(_room_key(room))
             return list(range(1, h.next_id)) if h else []
 
-    def kept(self, room) -> list[int]:
-        """History mode: the ids the room's history still holds, oldest first."""
-        with self._lock:
-            h = self._histories.get(_room_key(room))
-            return [i for i, _ in h.entries] if h else []
-
     def caught_up(self, room) -> bool:
         """History mode: whether some open connection has joined the room and been sent all
         of its history its cursor reaches (a replay and everything published since)."""

@@ -21,7 +21,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 
 from backend import Backend, Publisher
-from conftest import BIN, CHATLINKD, Daemon, quiet_store, read_store, wait_until
+from conftest import BIN, CHATLINKD, Daemon, quiet_store, wait_until
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -442,6 +442,7 @@ def test_an_outage_longer_than_the_backend_s_history_is_detected_counted_and_log
           f"chatlink_history_gaps_total {metric:.0f}, truncated events stored {len(truncated)} "
           f"({truncated[0]['data']['data'] if truncated else None}), {len(stored)} messages stored "
           f"({220 - len(stored)} missing, announced); log: {warning[0] if warning else None}")
+    assert backend.truncations == 1
     assert status["history_gaps"] == 1 and metric == 1
     assert len(truncated) == 1 and truncated[0]["room"] == 1
     assert truncated[0]["data"]["data"] == {"room_id": 1, "since": "20", "first": "171"}
