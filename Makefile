@@ -78,7 +78,7 @@ chaos: powerloss
 	Tests/chaos/run.sh
 
 # Power cuts (Tests/powerloss/README.md): the daemon's store on a lazy FUSE file system that
-# keeps only what was fsynced; 8 scenarios x 40 random cuts, a table, non-zero on any broken
+# keeps only what was fsynced; 9 scenarios x 40 random cuts, a table, non-zero on any broken
 # durability rule. Needs root and the debug build (the integration tests run 40 cuts of it).
 POWERLOSS_CUTS ?= 40
 powerloss: setup-test

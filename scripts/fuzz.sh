@@ -14,6 +14,9 @@
 #              trips, and STOMPProtocol reading a hostile broker's frames (LinkCore)
 #   metrics    Tests/Fuzz/MetricsFuzzer.swift: MetricsRequestParser reading what anyone who
 #              reaches the metrics port sends, and MetricsHTTPResponse (ChatLinkDaemon/Metrics)
+#   dedupe     Tests/Fuzz/DedupeFuzzer.swift: the store's dedupe window (ChatLinkDaemon/Store):
+#              DedupeRebuild.idAndRoom on any store line and on the store's own lines, and
+#              DedupeWindow against a model
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
 #                                           together: split 2:1:1:1:1:1:1 (60 s: 18 websocket,
@@ -57,7 +60,9 @@
 #    -lsystemd -lssl -lcrypto -lz -lm (the modules' link lines ask for the same). varlink
 #    and config use public API only; websocket instead compiles Sources/WebSocket/*.swift
 #    together with Tests/Fuzz/WebSocketFuzzer.swift as one module, as it always has, so it keeps
-#    reaching internal API (FUZZER_FLAT); WebSocket's own imports (JSON) are modules.
+#    reaching internal API (FUZZER_FLAT); WebSocket's own imports (JSON) are modules. dedupe
+#    does the same with Sources/ChatLinkDaemon (DedupeRebuild and DedupeWindow are internal,
+#    and the rebuild reads lines the way the store writes them, StoreRecord, also internal).
 #  - A module or fuzzer is rebuilt only when a hash of the compiler, the flags, its sources
 #    and its dependencies' hashes changes (.build/fuzz/modules/*.key, *-fuzzer.key), so a
 #    second run builds nothing; a fresh checkout builds everything (about a minute).
@@ -85,12 +90,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=.build/fuzz
 MODULES="$OUT/modules"
 GEN="$OUT/gen"
-ALL_FUZZERS=(websocket varlink config socketio mqtt stomp metrics)
+ALL_FUZZERS=(websocket varlink config socketio mqtt stomp metrics dedupe)
 
 # The target whose sources are compiled into the fuzzer's own module (internal API), if any;
 # every other target it needs is found from the `import` lines and built as a module.
 declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]=""
-  [metrics]="")
+  [metrics]=""
+  [dedupe]=ChatLinkDaemon)
 declare -A FUZZER_SOURCE=(
   [websocket]=Tests/Fuzz/WebSocketFuzzer.swift
   [varlink]=Tests/Fuzz/VarlinkFuzzer.swift
@@ -99,10 +105,11 @@ declare -A FUZZER_SOURCE=(
   [mqtt]=Tests/Fuzz/MQTTFuzzer.swift
   [stomp]=Tests/Fuzz/STOMPFuzzer.swift
   [metrics]=Tests/Fuzz/MetricsFuzzer.swift
+  [dedupe]=Tests/Fuzz/DedupeFuzzer.swift
 )
-declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1 [metrics]=1)
+declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1 [metrics]=1 [dedupe]=1)
 declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000
-  [metrics]=20000)
+  [metrics]=20000 [dedupe]=4096)
 # Reported bugs in Sources that the fuzzers step around (see the header comment); each flag
 # is explained where the fuzzer source tests it.
 declare -A KNOWN_BUGS=(
@@ -113,6 +120,7 @@ declare -A KNOWN_BUGS=(
   [mqtt]=""
   [stomp]=""
   [metrics]=""
+  [dedupe]=""
 )
 
 BUILD_ONLY=0

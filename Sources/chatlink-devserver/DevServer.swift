@@ -1,5 +1,7 @@
 import EventLoop
 @preconcurrency import Glibc
+import JSON
+import LinkCore
 import Transport
 import WebSocket
 
@@ -28,6 +30,8 @@ final class DevServer {
     var pingInterval = 25_000
     var pingTimeout = 20_000
     var maxPayload = 1_000_000
+    /// Messages kept per room for joins after an id; 0 keeps none and gives out no ids.
+    var history = 1000
   }
 
   /// A room as members join it: rooms belong to a Socket.IO namespace (envelope peers are
@@ -46,6 +50,9 @@ final class DevServer {
   private var chatterTimer: Timer?
   private var chatterIndex = 0
   private let token: String?
+  private var histories: [RoomKey: RoomHistory] = [:]
+  /// The ids of this run, when messages are kept (`--history`).
+  private let ids: MessageIDs?
 
   var port: Int { listener?.port ?? 0 }
 
@@ -53,6 +60,8 @@ final class DevServer {
     self.loop = loop
     self.options = options
     token = try options.tokenFile.map { path in try TokenFile.read(path) }
+    var random = SecureRandomGenerator()
+    ids = options.history > 0 ? MessageIDs(random: &random) : nil
     listener = try Listener(loop: loop, host: options.host, port: options.port) {
       [unowned self] stream in
       let peer: Peer =
@@ -109,10 +118,36 @@ final class DevServer {
     log.info("client disconnected", ["peer": peer.name, "reason": reason])
   }
 
-  func join(_ peer: Peer, _ key: RoomKey) {
+  /// Puts `peer` in the room; with `since` (an id, or a number's JSON text), it is first sent
+  /// the room's messages after it, announced as truncated when the history no longer reaches
+  /// back to it.
+  func join(_ peer: Peer, _ key: RoomKey, since: String? = nil) {
     rooms[key, default: []].insert(ObjectIdentifier(peer))
-    log.info("joined", ["peer": peer.name, "room": key.room, "namespace": key.namespace])
+    log.info(
+      "joined",
+      ["peer": peer.name, "room": key.room, "namespace": key.namespace, "since": since ?? "-"])
+    guard let ids, let since else { return }
+    let history = histories[key] ?? RoomHistory(capacity: options.history)
+    let replay = history.replay(after: ids.number(of: since))
+    if replay.truncated {
+      var data = Array(#"{"room_id":"#.utf8) + (RoomID(key.room)?.json ?? Array("null".utf8))
+      data.append(#","since":"# as StaticString)
+      JSONString.append(since, to: &data)
+      data.append(#","first":"# as StaticString)
+      if let first = replay.first {
+        JSONString.append(ids.id(first), to: &data)
+      } else {
+        data += Array("null".utf8)
+      }
+      data.append(UInt8(ascii: "}"))
+      peer.deliver(event: Self.truncatedEvent, data: data, namespace: key.namespace)
+      log.info("history truncated", ["peer": peer.name, "room": key.room, "since": since])
+    }
+    for message in replay.messages { peer.deliver(data: message, namespace: key.namespace) }
   }
+
+  /// What a join after an id the history no longer reaches back to gets first.
+  static let truncatedEvent = "history-truncated"
 
   func leave(_ peer: Peer, _ key: RoomKey) {
     rooms[key]?.remove(ObjectIdentifier(peer))
@@ -124,11 +159,23 @@ final class DevServer {
     for key in rooms.keys where key.namespace == namespace { rooms[key]?.remove(id) }
   }
 
-  /// Delivers a message to every member of its room in `namespace` and to the sender.
+  /// Delivers a message to every member of its room in `namespace` and to the sender; with
+  /// `--history`, it gets the room's next id and is kept.
   func broadcast(_ message: ChatMessage, namespace: String = "/", sender: Peer?) {
-    var targets = rooms[RoomKey(namespace: namespace, room: message.room)] ?? []
+    let key = RoomKey(namespace: namespace, room: message.room)
+    let data: [UInt8]
+    if let ids {
+      data = histories[key, default: RoomHistory(capacity: options.history)].record { number in
+        var numbered = message
+        numbered.id = ids.id(number)
+        return numbered.data()
+      }
+    } else {
+      data = message.data()
+    }
+    var targets = rooms[key] ?? []
     if let sender { targets.insert(ObjectIdentifier(sender)) }
-    for id in targets { peers[id]?.deliver(message, namespace: namespace) }
+    for id in targets { peers[id]?.deliver(data: data, namespace: namespace) }
   }
 
   private static let lines = [

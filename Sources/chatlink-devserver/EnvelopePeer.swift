@@ -7,7 +7,9 @@ import WebSocket
 /// `leave-room`, `send-message`; it receives `{"event":"message","data":{…}}`.
 final class EnvelopePeer: Peer {
   private static let keys = JSONScanner.Keys(["event", "data"])
-  private static let dataKeys = JSONScanner.Keys(["room_id", "message", "sender", "client_id"])
+  private static let dataKeys = JSONScanner.Keys([
+    "room_id", "message", "sender", "client_id", "since",
+  ])
 
   override func admit(_ request: HTTPRequestHead) -> HTTPRefusal? {
     server.authorized(request) ? nil : .unauthorized
@@ -18,8 +20,8 @@ final class EnvelopePeer: Peer {
     server.floodIfAsked(self) { _ in flood }
   }
 
-  override func deliver(_ message: ChatMessage, namespace: String) {
-    send(Envelope.message(message))
+  override func deliver(event: String, data: [UInt8], namespace: String) {
+    send(Envelope.event(event, data: data))
   }
 
   override func received(_ message: Message) {
@@ -39,7 +41,7 @@ final class EnvelopePeer: Peer {
       guard let room = RoomID(json: roomRaw)?.name else { return }
       let key = DevServer.RoomKey(namespace: "/", room: room)
       switch event {
-      case "join-room": server.join(self, key)
+      case "join-room": server.join(self, key, since: since(raw, scan.nested[4]))
       case "leave-room": server.leave(self, key)
       case "send-message":
         let text = string(raw, scan.nested[1]) ?? ""
@@ -52,6 +54,14 @@ final class EnvelopePeer: Peer {
         send(Array(#"{"event":"error","data":{"message":"unknown event"}}"#.utf8))
       }
     }
+  }
+
+  /// A join's `since`: a string's content, or a number's text (which is no id of ours, but
+  /// is still an id the client has).
+  private func since(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
+    guard let range, let first = raw[range].first, first == UInt8(ascii: "-") || first.isDigit
+    else { return string(raw, range) }
+    return String(decoding: raw[range], as: UTF8.self)
   }
 
   private func string(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> String? {
@@ -69,8 +79,15 @@ final class EnvelopePeer: Peer {
 enum Envelope {
   /// `{"event":"message","data":{…}}`.
   static func message(_ message: ChatMessage) -> [UInt8] {
-    var out = Array(#"{"event":"message","data":"#.utf8)
-    message.appendData(to: &out)
+    event("message", data: message.data())
+  }
+
+  /// `{"event":"<event>","data":<data>}`.
+  static func event(_ event: String, data: [UInt8]) -> [UInt8] {
+    var out = Array(#"{"event":"#.utf8)
+    JSONString.append(event, to: &out)
+    out.append(#","data":"# as StaticString)
+    out += data
     out.append(UInt8(ascii: "}"))
     return out
   }

@@ -146,8 +146,14 @@ class Peer: ByteStreamDelegate {
   /// One message from the client.
   func received(_ message: Message) {}
 
-  /// A message for a room the peer is in (in `namespace`), or its own message echoed.
-  func deliver(_ message: ChatMessage, namespace: String) {}
+  /// A message for a room the peer is in (in `namespace`), or its own message echoed: its
+  /// data object (`ChatMessage.appendData`).
+  func deliver(data: [UInt8], namespace: String) {
+    deliver(event: "message", data: data, namespace: namespace)
+  }
+
+  /// Another event about a room the peer is in, with its data object.
+  func deliver(event: String, data: [UInt8], namespace: String) {}
 
   /// The connection is ending: timers stop.
   func closed() {}

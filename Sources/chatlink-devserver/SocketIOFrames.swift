@@ -49,6 +49,17 @@ enum SocketIOFrames {
     return out
   }
 
+  /// `42[/ns,]["<name>",<data>]`: an event with its data object.
+  static func event(_ name: String, data: [UInt8], _ namespace: String) -> [UInt8] {
+    var out = head("42", namespace)
+    out.append(UInt8(ascii: "["))
+    out.appendJSONString(name)
+    out.append(UInt8(ascii: ","))
+    out += data
+    out.append(UInt8(ascii: "]"))
+    return out
+  }
+
   /// `42[/ns,]["error",{"message":…}]`: what went wrong with an event that asked for no ack.
   static func error(_ namespace: String, message: String) -> [UInt8] {
     var out = head("42", namespace)

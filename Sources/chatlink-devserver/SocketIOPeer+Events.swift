@@ -24,8 +24,13 @@ extension SocketIOPeer {
         return
       }
       let key = DevServer.RoomKey(namespace: namespace, room: room)
-      if name == "join-room" { server.join(self, key) } else { server.leave(self, key) }
+      // Acknowledged first: what the join replays comes after the client knows it is in.
       acknowledge(namespace, ackID)
+      if name == "join-room" {
+        server.join(self, key, since: Self.since(argument))
+      } else {
+        server.leave(self, key)
+      }
     case "send-message":
       sendMessage(namespace, argument, ackID: ackID)
     default:
@@ -63,6 +68,15 @@ extension SocketIOPeer {
       send(SocketIOFrames.ack(namespace, ackID, error: reason))
     } else {
       send(SocketIOFrames.error(namespace, message: reason))
+    }
+  }
+
+  /// A join's `since`: a string, or a whole number's digits.
+  static func since(_ argument: JSONValue?) -> String? {
+    switch argument?["since"] {
+    case .string(let text)?: text
+    case .int(let number)?: String(number)
+    default: nil
     }
   }
 

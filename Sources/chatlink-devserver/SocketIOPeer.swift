@@ -66,9 +66,9 @@ final class SocketIOPeer: Peer {
     }
   }
 
-  override func deliver(_ message: ChatMessage, namespace: String) {
+  override func deliver(event: String, data: [UInt8], namespace: String) {
     guard namespaces[namespace] != nil else { return }
-    send(SocketIOFrames.message(message, namespace))
+    send(SocketIOFrames.event(event, data: data, namespace))
   }
 
   override func received(_ message: Message) {

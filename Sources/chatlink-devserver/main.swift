@@ -5,7 +5,7 @@ import EventLoop
 
 let usage = """
   USAGE: chatlink-devserver [--host 127.0.0.1] [--port 8765] [--protocol envelope|socketio]
-                            [--token-file FILE] [--chatter SECONDS]
+                            [--token-file FILE] [--chatter SECONDS] [--history N]
                             [--flood N [--flood-size BYTES] [--flood-room R]]
                             [--ping-interval MS] [--ping-timeout MS] [--max-payload BYTES]
 
@@ -22,6 +22,15 @@ let usage = """
   starting with "reject:" is acknowledged with [{"error":"rejected by the devserver"}].
   Members receive ["message",{…}]. Any namespace is served.
 
+  Catch-up (both protocols; chatlinkd's [Envelope] IDField=msg_id and SinceField=since): every
+  message of a room gets an id, "msg_id":"<run>-<n>" (n counts the room's messages from 1;
+  <run> is drawn at start, so ids never repeat across restarts), and the room's last N
+  messages are kept (--history). A join with "since":"<id>" ({"room_id":7,"since":"…"}) is
+  first sent the room's messages after that id, in order, then live ones. When the id is
+  older than what is kept, or of another run, the join first gets
+  {"event":"history-truncated","data":{"room_id":7,"since":"<id>","first":"<oldest id kept>"}}
+  (Socket.IO: ["history-truncated",{…}]), then every message kept.
+
   OPTIONS:
     --host ADDR         listen address, an IP literal (default 127.0.0.1)
     --port N            listen port (default 8765; 0 picks one and prints it)
@@ -30,9 +39,12 @@ let usage = """
                         in socketio mode the header or the connect's auth.token, else the
                         namespace connect is refused with {"message":"unauthorized"}
     --chatter SECONDS   a bot posts a line to every non-empty room at this interval
+    --history N         messages kept per room for joins with "since" (default 1000); 0 keeps
+                        none and gives messages no ids
     --flood N           send N messages to each client right after it connects (socketio:
                         after its first namespace connect, numbered by "count"), as fast as
-                        the socket takes them (a load source for benchmarks)
+                        the socket takes them (a load source for benchmarks; they have no
+                        ids and are not kept)
     --flood-size BYTES  approximate size of each flood message (default 200)
     --flood-room R      the room_id in flood messages (default 1)
     --ping-interval MS  socketio: Engine.IO pingInterval (default 25000)
@@ -82,6 +94,13 @@ while let argument = arguments.next() {
     options.wire = wire
   case "--token-file": options.tokenFile = value(argument)
   case "--chatter": options.chatter = number(argument)
+  case "--history":
+    let n = number(argument)
+    guard n <= 10_000_000, n == n.rounded() else {
+      fputs("chatlink-devserver: --history needs a whole number from 0 to 10000000\n", stderr)
+      exit(2)
+    }
+    options.history = Int(n)
   case "--flood": options.flood = Int(number(argument))
   case "--flood-size": options.floodSize = Int(number(argument))
   case "--flood-room": options.floodRoom = value(argument)

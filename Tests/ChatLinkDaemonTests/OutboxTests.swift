@@ -538,7 +538,9 @@ final class OutboxTests: XCTestCase {
     outbox.onReleased = { reported += $0 }
     try withFileSizeLimit(size + 5) {
       outbox.release(a)
-      try spin(loop, for: 300_000)
+      // Until the disk worker has tried and failed: under load it may take a while, and a
+      // write after the limit is lifted would succeed.
+      try spin(loop, timeout: 10_000_000) { outbox.failedReleaseWrites > 0 }
     }
     XCTAssertEqual(reported, [], "the disk refused the line")
     XCTAssertEqual(FileSystem.size(dir.path + "/" + Outbox.fileName), size)

@@ -57,6 +57,35 @@ thread. Two protocols:
 Fault modes (both protocols): refuse(status, retry_after, headers), drop_all(), blackhole(),
 close_all(code, reason), send_raw(text), send_binary(data), flood(n, size).
 
+History mode (`Backend(history=N)`, envelope only): the backend keeps each room's last N
+messages and speaks the envelope's catch-up extension (README "For backend authors"), as a
+backend written by someone else would:
+
+    backend -> client   {"event":"message","data":{"room_id":7,"msg_id":"42","message":…}}
+                        every message of a room has an id, a per-room counter from 1 (a
+                        string, or a JSON number with numeric_ids=True); `id_field` names it
+    client -> backend   {"event":"join-room","data":{"room_id":7,"since":"42"}}
+                        the room's messages after 42 are sent, in order, before live ones;
+                        without `since` (`since_field`), only live ones
+    backend -> client   {"event":"history-truncated","data":{"room_id":7,"since":"3",
+                                                               "first":"58"}}
+                        when `since` is older than the history (or unknown to it): then every
+                        message it still has, from the oldest; `truncated_event` names it
+
+Each connection has a cursor per joined room and one task sending from the cursors, so a
+room's messages reach a connection in id order, replays first, whatever the test does
+meanwhile; `ws.send` waits while the connection's buffers are full (a slow client slows its
+own task only). Messages are published into the history, from any thread: `publish(room,
+text)` (also what `push` does in this mode, and what a client's send-message does), or
+`Publisher(backend, rooms, total, rate)`, a thread publishing at a steady rate whether or not
+anyone is connected (a chat keeps talking while chatlinkd is down). `rewind(room)` sends a
+room's whole history again to every connection in it (a backend replaying from the start);
+`published(room)` lists what was published; `join_data()` lists every join's data object.
+`replay_overlap=K` makes a sloppy backend: a replay starts K messages before the one after
+`since`, so every catch-up delivers K messages the client has already stored.
+While `blackhole()` holds, the cursors stand still. `flood()` and `send_raw()` bypass the
+history (frames without ids, for fault injection).
+
 As a subprocess (`python3 Tests/Fixtures/backend.py [options]`): the echo protocol, or every
 upgrade refused with `--mode status CODE`.
 
@@ -92,6 +121,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import datetime as dt
 import http
@@ -174,6 +204,11 @@ class Conn:
     close_reason: str | None = None
     close_sent_code: int | None = None  # the code we sent (close_all)
     ws: ServerConnection | None = None
+    # History mode: per joined room, the id of the next message to send, and a truncation
+    # notice to send before it; `wake` is set when there may be something to send.
+    cursors: dict = field(default_factory=dict)
+    notices: dict = field(default_factory=dict)
+    wake: asyncio.Event | None = None
 
     @property
     def open(self) -> bool:
@@ -194,6 +229,31 @@ def _room_key(room):
     return (type(room).__name__, room)
 
 
+@dataclass
+class RoomHistory:
+    """History mode: a room's last messages, (id, frame) oldest first, and the next id."""
+
+    room: Any
+    entries: collections.deque
+    next_id: int = 1
+
+    @property
+    def first(self) -> int:
+        """The oldest id kept (the next id when nothing is)."""
+        return self.entries[0][0] if self.entries else self.next_id
+
+
+def _id_number(value) -> int | None:
+    """A `since` as the history's counter: a string of digits or a whole number, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) < 20:
+        return int(value)
+    return None
+
+
 class Backend:
     """The backend server; `start()` it, use it, `stop()` it."""
 
@@ -201,9 +261,20 @@ class Backend:
                  *, protocol: str = "envelope", host: str = "127.0.0.1", port: int | None = None,
                  tls: str | None = None, certdir: Path | None = None, subprotocols: list[str] | None = None,
                  subprotocols_optional: bool = False, ping_timeout: float | None = ...,
-                 max_size: int | None = None):
+                 max_size: int | None = None, history: int | None = None, id_field: str = "msg_id",
+                 since_field: str = "since", truncated_event: str = "history-truncated",
+                 numeric_ids: bool = False, replay_overlap: int = 0):
         if protocol not in ("envelope", "echo"):
             raise ValueError(f"protocol {protocol!r}: 'envelope' or 'echo'")
+        if history is not None and (protocol != "envelope" or history < 1):
+            raise ValueError("history mode needs the envelope protocol and a history of at least 1")
+        self.history = history
+        self.id_field, self.since_field, self.truncated_event = id_field, since_field, truncated_event
+        self.numeric_ids = numeric_ids
+        self.replay_overlap = replay_overlap
+        self._histories: dict[Any, RoomHistory] = {}
+        self._join_data: list[tuple[float, int, dict]] = []
+        self.truncations = 0  # history-truncated events sent
         self.protocol = protocol
         self.echo = echo
         self.compression = compression
@@ -388,7 +459,10 @@ class Backend:
     # ------------------------------------------------------------------ actions
 
     def push(self, room, text: str, sender: str = "alice", extra: dict | None = None) -> int:
-        """Sends a message event to the room's members; returns how many got it."""
+        """Sends a message event to the room's members; returns how many got it. In history
+        mode it is published instead (`publish`), and its id is returned."""
+        if self.history is not None:
+            return self.publish(room, text, sender, extra)
         data = {"room_id": room, "message": text, "sender": sender, "time": _now_rfc3339()}
         if extra:
             data.update(extra)
@@ -407,6 +481,159 @@ class Backend:
             return n
 
         return self._run(go())
+
+    # ------------------------------------------------------------------ history mode
+
+    def _history_of(self, room) -> RoomHistory:
+        """The room's history, made when first needed (the caller holds the lock)."""
+        key = _room_key(room)
+        h = self._histories.get(key)
+        if h is None:
+            h = self._histories[key] = RoomHistory(room, collections.deque(maxlen=self.history))
+        return h
+
+    def _message_frame(self, room, msg_id: int, data: dict) -> str:
+        out = {"room_id": room, self.id_field: msg_id if self.numeric_ids else str(msg_id)}
+        out.update(data)
+        return json.dumps({"event": "message", "data": out})
+
+    def publish(self, room, text: str, sender: str = "alice", extra: dict | None = None) -> int:
+        """History mode: appends a message to the room's history, to be sent to every
+        connection in the room; returns its id. Any thread."""
+        return self.publish_many([(room, text)], sender, extra)[0]
+
+    def publish_many(self, messages: list[tuple[Any, str]], sender: str = "alice",
+                     extra: dict | None = None) -> list[int]:
+        """`publish` for many (room, text) pairs at once; returns their ids."""
+        return [msg_id for msg_id, _ in self._publish(messages, sender, extra)]
+
+    def _publish(self, messages, sender, extra) -> list[tuple[int, str]]:
+        assert self.history is not None, "publish needs history mode"
+        out, keys = [], set()
+        with self._lock:
+            for room, text in messages:
+                h = self._history_of(room)
+                msg_id = h.next_id
+                h.next_id += 1
+                data = {"message": text, "sender": sender, "time": _now_rfc3339(), **(extra or {})}
+                frame = self._message_frame(room, msg_id, data)
+                h.entries.append((msg_id, frame))
+                out.append((msg_id, frame))
+                keys.add(_room_key(room))
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake_rooms, keys)
+        return out
+
+    def published(self, room) -> list[int]:
+        """History mode: every id published to the room, oldest first (kept or not)."""
+        with self._lock:
+            h = self._histories.get(_room_key(room))
+            return list(range(1, h.next_id)) if h else []
+
+    def caught_up(self, room) -> bool:
+        """History mode: whether some open connection has joined the room and been sent all
+        of its history its cursor reaches (a replay and everything published since)."""
+        key = _room_key(room)
+        with self._lock:
+            h = self._histories.get(key)
+            return any(key in c.cursors and key not in c.notices and c.cursors[key] >= (h.next_id if h else 1)
+                       for c in self._conns.values() if c.open)
+
+    def join_data(self) -> list[tuple[float, int, dict]]:
+        """(time, connection id, data) of every join-room received: what each join asked."""
+        with self._lock:
+            return list(self._join_data)
+
+    def rewind(self, room, to: int | None = None) -> int:
+        """History mode: every connection in the room is sent the room's messages again from
+        id `to` (default: the oldest kept), as a backend replaying from the start would;
+        returns how many connections."""
+
+        def go():
+            n = 0
+            for c in self.open_connections():
+                key = _room_key(room)
+                if key in c.cursors:
+                    with self._lock:
+                        c.cursors[key] = to if to is not None else self._history_of(room).first
+                    n += 1
+                    if c.wake is not None:
+                        c.wake.set()
+            return n
+
+        return self._call(go)
+
+    def _wake_rooms(self, keys: set) -> None:
+        for c in self.open_connections():
+            if c.wake is not None and not keys.isdisjoint(c.cursors):
+                c.wake.set()
+
+    def _join_after(self, conn: Conn, room, data: dict) -> None:
+        """A join in history mode: the cursor starts after `since`, or at the live end."""
+        key = _room_key(room)
+        with self._lock:
+            h = self._history_of(room)
+            if self.since_field not in data:
+                conn.cursors[key] = h.next_id
+                conn.notices.pop(key, None)
+            else:
+                since = data[self.since_field]
+                n = _id_number(since)
+                # The message after `since` is kept (or not yet published): nothing is missing.
+                if n is not None and h.first - 1 <= n < h.next_id:
+                    conn.cursors[key] = max(h.first, n + 1 - self.replay_overlap)
+                    conn.notices.pop(key, None)
+                else:
+                    first = None if not h.entries else (h.first if self.numeric_ids else str(h.first))
+                    notice = {"room_id": room, "since": since, "first": first}
+                    conn.notices[key] = json.dumps({"event": self.truncated_event, "data": notice})
+                    conn.cursors[key] = h.first
+                    self.truncations += 1
+        if conn.wake is not None:
+            conn.wake.set()
+
+    def _next_frames(self, conn: Conn, limit: int) -> list[str]:
+        """Takes up to `limit` frames per room from the connection's cursors (advancing them)."""
+        out = []
+        with self._lock:
+            for key in list(conn.cursors):
+                notice = conn.notices.pop(key, None)
+                if notice is not None:
+                    out.append(notice)
+                h = self._histories.get(key)
+                cursor = conn.cursors[key]
+                if h is None or cursor >= h.next_id:
+                    continue
+                # A cursor behind the history (trimmed since) goes on from the oldest kept.
+                start = max(0, cursor - h.first)
+                taken = list(itertools.islice(h.entries, start, start + limit))
+                out.extend(frame for _, frame in taken)
+                if taken:
+                    conn.cursors[key] = taken[-1][0] + 1
+        return out
+
+    async def _pump(self, conn: Conn) -> None:
+        """Sends the connection what its cursors have not reached yet, for as long as it lives."""
+        ws = conn.ws
+        try:
+            while True:
+                if self._blackholed:
+                    await self._unblackholed.wait()
+                    continue
+                frames = self._next_frames(conn, 200)
+                if frames:
+                    for frame in frames:
+                        await ws.send(frame)
+                    continue
+                conn.wake.clear()
+                with self._lock:
+                    behind = bool(conn.notices) or any(
+                        key in self._histories and cursor < self._histories[key].next_id
+                        for key, cursor in conn.cursors.items())
+                if not behind:
+                    await conn.wake.wait()
+        except (ConnectionClosed, asyncio.CancelledError):
+            pass
 
     def send_raw(self, text: str) -> int:
         """Sends a text frame (e.g. invalid JSON) to every open connection."""
@@ -592,6 +819,10 @@ class Backend:
             self._conns[cid] = conn
         if self._blackholed:
             ws.transport.pause_reading()
+        pump = None
+        if self.history is not None:
+            conn.wake = asyncio.Event()
+            pump = asyncio.ensure_future(self._pump(conn))
         try:
             async for message in ws:
                 if self.protocol == "echo":
@@ -601,6 +832,8 @@ class Backend:
         except ConnectionClosed:
             pass
         finally:
+            if pump is not None:
+                pump.cancel()
             with self._lock:
                 conn.closed_at = time.monotonic()
                 rcvd = ws.protocol.close_rcvd
@@ -665,11 +898,22 @@ class Backend:
                 conn.rooms.add(_room_key(room))
                 self._members.setdefault(_room_key(room), set()).add(conn.id)
                 self._joins.append((t, conn.id, room))
+                self._join_data.append((t, conn.id, dict(data)))
+            if self.history is not None:
+                self._join_after(conn, room, data)
         elif event == "leave-room" and room is not None:
             with self._lock:
                 conn.rooms.discard(_room_key(room))
                 self._members.get(_room_key(room), set()).discard(conn.id)
                 self._leaves.append((t, conn.id, room))
+                conn.cursors.pop(_room_key(room), None)
+                conn.notices.pop(_room_key(room), None)
+        elif event == "send-message" and self.history is not None:
+            extra = {"client_id": data["client_id"]} if "client_id" in data else None
+            [(_, frame)] = self._publish([(room, data.get("message"))], data.get("sender", "anonymous"), extra)
+            if self.echo and _room_key(room) not in conn.cursors and conn.ws is not None:
+                # The sender is not in the room: its echo goes to it alone.
+                asyncio.ensure_future(_send_quietly(conn.ws, frame))
         elif event == "send-message":
             out = {
                 "room_id": room,
@@ -689,6 +933,49 @@ class Backend:
                 c = self._conns.get(i)
                 if c is not None and c.open and c.ws is not None:
                     asyncio.ensure_future(_send_quietly(c.ws, frame))
+
+
+class Publisher(threading.Thread):
+    """History mode: publishes `total` messages round-robin over `rooms` at `rate` a second,
+    whether or not anyone is connected, like a chat that keeps talking. Message k (from 0)
+    reads "<tag>k <padding>"; `published` counts them, `done` is set at the end. `set_rate`
+    changes the pace from now on (a test stretches a flood over the faults it injects)."""
+
+    def __init__(self, backend: Backend, rooms: list, total: int, rate: float, size: int = 200, tag: str = "m"):
+        super().__init__(daemon=True, name="publisher")
+        self.backend, self.rooms, self.total, self.rate = backend, list(rooms), total, rate
+        self.pad, self.tag = "x" * max(0, size), tag
+        self.published = 0
+        self.done = threading.Event()
+        self._halt = threading.Event()
+        self._pace = threading.Lock()
+        self._base = (time.monotonic(), 0)  # (since when, published then) the rate counts from
+
+    def set_rate(self, rate: float) -> None:
+        with self._pace:
+            self._base = (time.monotonic(), self.published)
+            self.rate = rate
+
+    def run(self):
+        with self._pace:
+            self._base = (time.monotonic(), 0)
+        try:
+            while self.published < self.total and not self._halt.is_set():
+                with self._pace:
+                    (since, then), rate = self._base, self.rate
+                due = min(self.total, then + int((time.monotonic() - since) * rate) + 1)
+                batch = [(self.rooms[k % len(self.rooms)], f"{self.tag}{k} {self.pad}")
+                         for k in range(self.published, due)]
+                if batch:
+                    self.backend.publish_many(batch, sender="publisher")
+                    self.published = due
+                self._halt.wait(0.005)
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
 
 
 def _refusal(ws: ServerConnection, status: int, retry_after, headers: dict[str, str]):

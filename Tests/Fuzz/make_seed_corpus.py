@@ -9,6 +9,8 @@
                           length, payload)
   Tests/Fuzz/corpus/metrics/    Tests/Fuzz/MetricsFuzzer.swift: flags, chunk seed, then the request bytes
                           (raw) or what a request is built from (structured)
+  Tests/Fuzz/corpus/dedupe/     Tests/Fuzz/DedupeFuzzer.swift: mode, then store lines, records or window
+                          operations
   Tests/Fuzz/varlink.dict, Tests/Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
 
 (see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
@@ -1073,6 +1075,63 @@ def metrics_seeds_all() -> None:
     m_seed("structured-accepts", M_STRUCTURED | M_LIMIT_8K,
            bytes([1, 1, 1, 3 | (2 << 2)]) + b"\x00application/openmetrics-text;q=0.5\x00\x01\t*/*")
     m_seed("structured-small", M_STRUCTURED | M_LIMIT_64, bytes([2, 3, 0, 0]) + b"\x04" + b"v" * 40, chunks=1)
+# ---------------------------------------------------------------------------- dedupe
+
+dedupe_seeds: dict[str, bytes] = {}
+
+
+def dd_seed(name: str, mode: int, payload: bytes) -> None:
+    assert name not in dedupe_seeds, name
+    dedupe_seeds[name] = bytes([mode]) + payload
+
+
+def dd_record(dir_out: bool = False, room: int = 0, id_kind: int = 0, payload: int = 0,
+              content: bytes = b"") -> bytes:
+    kinds = int(dir_out) | (room & 3) << 1 | (id_kind & 3) << 3 | (payload & 3) << 5
+    return bytes([kinds, len(content)]) + content
+
+
+def dedupe_seeds_all() -> None:
+    lines = [
+        b'{"seq":1,"time":"2026-12-02T12:00:00.000001Z","dir":"in","room":7,"type":"json","id":"42",'
+        b'"data":{"event":"message","data":{"room_id":7,"msg_id":"42","message":"hi"}}}',
+        b'{"seq":2,"time":"2026-12-02T12:00:00.000002Z","dir":"in","room":"ops","type":"json","id":"a\\\"b\\u00e9",'
+        b'"data":{}}',
+        b'{"seq":3,"time":"2026-12-02T12:00:00.000003Z","dir":"out","room":7,"type":"json","id":"0123456789abcdef",'
+        b'"data":{}}',
+        b'{"seq":4,"time":"2026-12-02T12:00:00.000004Z","dir":"in","room":null,"type":"text","data":"x"}',
+        b'{"seq":5,"dir":"in","room":7,"id":-12.5e3,"data":{"id":"nested","dir":"in"}}',
+        b'{"seq":6,"dir":"in","room":7,"id":{"a":1},"data":{}}',
+        b'{"seq":7,"dir":"in","room":7,"id":"","data":{}}',
+        b'{"seq":8,"dir":"in","id":[1],"data":{}}',
+        b'{"seq":9,"dir":"in","room":7,"id":null}',
+        b'{"seq":10,"dir":"in","room":7,"id":true}',
+        b'{"seq":11,"dir":"in","dir":"out","room":7,"id":"dup"}',
+        b'{"seq":12,"dir":"\\u0069n","room":7,"id":"escaped dir"}',
+        b'{"seq":13,"dir":"in","room":7,"id":"torn',
+        b'not json at all',
+        b'',
+        b'  {"dir" : "in" , "id" : 5 , "room" : "7" }  ',
+    ]
+    dd_seed("lines", 0, b"\n".join(lines))
+    for i, line in enumerate(lines):
+        dd_seed(f"line-{i:02}", 0, line)
+    dd_seed("written-plain", 1, dd_record(room=1, id_kind=1, content=b"abc")
+            + dd_record(dir_out=True, room=2, id_kind=1, payload=1, content=b"out")
+            + dd_record(room=2, id_kind=2, payload=2, content=bytes(range(10)))
+            + dd_record(room=0, id_kind=3, payload=3, content="é\"\\".encode())
+            + dd_record(room=3, id_kind=1, payload=0, content=b"")
+            + dd_record(room=1, id_kind=0, payload=1, content=b"no id"))
+    dd_seed("written-unicode", 1, dd_record(room=2, id_kind=1, content="\u2028\U0001F600\x7f".encode())
+            + dd_record(room=2, id_kind=3, content=b"\xff\xfe"))
+    ops = bytes([3, 2,  # capacity 3, 3 rooms
+                 0 | 1 << 2, 5, 0 | 1 << 2, 5, 0 | 1 << 2, 6, 0 | 1 << 2, 7, 0 | 1 << 2, 8, 2 | 1 << 2, 5,
+                 0 | 2 << 2, 1, 0 | 3 << 2, 1, 0 | 4 << 2, 1, 2 | 1 << 2, 8, 0 | 0 << 2, 9, 2 | 0 << 2, 9])
+    dd_seed("window-evictions", 2, ops)
+    dd_seed("window-restore", 2, bytes([4, 3, 0 | 1 << 2, 10, 3 | 1 << 2, 0x80 | 5, 1, 2, 3, 10, 4,
+                                        0 | 1 << 2, 1, 2 | 1 << 2, 3, 3 | 2 << 2, 2, 9, 9, 1 | 2 << 2, 9]))
+    dd_seed("window-off", 2, bytes([0, 0, 0 | 1 << 2, 1, 0 | 1 << 2, 1, 3 | 1 << 2, 0x82, 1, 2, 2 | 1 << 2, 1]))
+    dd_seed("window-full", 2, bytes([16, 3]) + b"".join(bytes([(k % 3) << 2, k % 40]) for k in range(120)))
 
 
 def main() -> int:
@@ -1099,6 +1158,8 @@ def main() -> int:
     write_corpus(FUZZ / "corpus" / "stomp", stomp_seeds)
     metrics_seeds_all()
     write_corpus(FUZZ / "corpus" / "metrics", metrics_seeds)
+    dedupe_seeds_all()
+    write_corpus(FUZZ / "corpus" / "dedupe", dedupe_seeds)
     return 0
 
 

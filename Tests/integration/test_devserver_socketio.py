@@ -260,6 +260,45 @@ def test_join_send_with_ack_and_the_broadcast(devserver):
     run(scenario())
 
 
+def test_a_join_with_since_replays_what_came_after_it_and_says_when_the_history_is_too_short(devserver):
+    """The catch-up extension on the Socket.IO wire: ids on every room message, a join-room
+    with "since" replayed after it, a history-truncated event when the history (--history)
+    no longer reaches back."""
+    server = devserver("--history", 5)
+
+    async def scenario():
+        alice = await Client().connect(server, token=server.token)
+        for k in range(8):
+            assert await alice.call("send-message", {"room_id": 7, "message": f"m{k}", "sender": "alice"}) == {"ok": True}
+        await alice.wait(lambda: len(alice.messages["/"]) == 8, what="alice's 8 echoes")
+        ids = [m["msg_id"] for m in alice.messages["/"]]
+        run_id = ids[0].rsplit("-", 1)[0]
+        assert ids == [f"{run_id}-{n}" for n in range(1, 9)], ids
+
+        bob, carol, dave = Client(), Client(), Client()
+        truncations: list = []
+        carol.sio.on("history-truncated", Client._recorder(truncations), namespace="/")
+        for client in (bob, carol, dave):
+            await client.connect(server, token=server.token)
+        assert await bob.call("join-room", {"room_id": 7, "since": ids[5]}) == {"ok": True}
+        await bob.wait(lambda: len(bob.messages["/"]) == 2, what="bob's replay")
+        assert [m["msg_id"] for m in bob.messages["/"]] == ids[6:]
+        assert await carol.call("join-room", {"room_id": "7", "since": ids[0]}) == {"ok": True}
+        await carol.wait(lambda: len(carol.messages["/"]) == 5, what="carol's replay")
+        assert truncations == [{"room_id": 7, "since": ids[0], "first": ids[3]}]
+        assert [m["msg_id"] for m in carol.messages["/"]] == ids[3:]
+        assert await dave.call("join-room", {"room_id": 7}) == {"ok": True}
+        assert await alice.call("send-message", {"room_id": 7, "message": "live", "sender": "alice"}) == {"ok": True}
+        for client in (bob, carol, dave):
+            await client.wait(lambda c=client: c.messages["/"] and c.messages["/"][-1]["message"] == "live",
+                              what="the live message")
+        assert [m["msg_id"] for m in dave.messages["/"]] == [f"{run_id}-9"], "no since: live messages only"
+        for client in (alice, bob, carol, dave):
+            await client.close()
+
+    run(scenario())
+
+
 def test_a_reject_message_is_acknowledged_with_an_error_and_not_broadcast(devserver):
     server = devserver()
 

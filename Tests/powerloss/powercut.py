@@ -29,8 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "integration"))
 sys.path.insert(0, str(HERE.parent / "Fixtures"))
-from backend import Backend  # noqa: E402
-from conftest import BIN, Daemon, Sender, Subscription, delivery_problems  # noqa: E402
+from backend import Backend, Publisher  # noqa: E402
+from conftest import BIN, Daemon, Sender, Subscription, delivery_problems, read_store  # noqa: E402
 from lazymount import LazyMount  # noqa: E402
 
 # A flood still being written when its daemon is killed makes asyncio warn once per frame.
@@ -53,6 +53,10 @@ class Scenario:
     # Whether the daemon creates its store directory (its first mkdir must be made durable);
     # otherwise the directory is on the disk already, so the files' own creation is tested.
     fresh_store: bool = True
+    # The envelope's catch-up extension against the backend's history mode: the flood is
+    # published with ids, joins carry the newest stored id, and every replay starts
+    # `REPLAY_OVERLAP` messages early (redeliveries the dedupe window must drop).
+    catchup: bool = False
 
 
 SCENARIOS = [
@@ -66,7 +70,13 @@ SCENARIOS = [
              fresh_store=False),
     Scenario("outbox compaction", "batch", senders=2, batches=True, blackhole=True, fresh_store=False),
     Scenario("reload restart", "batch", flood=2000, senders=1, restart=True),
+    # Smaller floods than the others: every restart rebuilds the dedupe window from the store's
+    # tail, slowly in a debug build, and the store keeps every cut's survivors.
+    Scenario("dedupe batch", "batch", flood=2000, catchup=True),
 ]
+
+CATCHUP_ROOMS = (7, "ops")
+REPLAY_OVERLAP = 200
 
 
 @dataclass
@@ -82,6 +92,9 @@ class Tally:
     largest_window_ms: float = 0.0
     renames: int = 0  # rotations and compactions that happened (each renames files)
     mid_rename: int = 0  # cuts with a store or outbox file name not yet durable
+    ids_lost: int = 0  # catch-up: messages whose records a cut took
+    ids_restored: int = 0  # of those, stored again once the backend redelivered them
+    redeliveries_dropped: int = 0  # catch-up: duplicates the restarted daemons dropped
     violations: list[str] = field(default_factory=list)
 
 
@@ -188,10 +201,15 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
     backing.mkdir(parents=True)
     if not sc.fresh_store:
         (backing / "state").mkdir(mode=0o750)
-    backend = Backend().start()
+    backend = (Backend(history=(cuts + 1) * sc.flood, replay_overlap=REPLAY_OVERLAP) if sc.catchup
+               else Backend()).start()
     interval_ms = 50
     overrides = {"Store": {"Sync": sc.sync, "SyncIntervalMSec": str(interval_ms), **sc.store},
                  "Outbox": {"MaxMessages": "100000"}}
+    if sc.catchup:
+        overrides["Envelope"] = {"IDField": "msg_id", "SinceField": "since"}
+    lost_ids: dict = {}  # catch-up: per room, the ids whose records the last cut took
+    cut_conn = 0  # catch-up: the backend's newest connection at the last cut
     # The store is a directory below the mount's root, so its own creation must be made durable.
     daemon = PowerDaemon(root / "daemon", backend.url, mnt / "state", overrides)
     mount = LazyMount(backing, mnt, root / "lazyfs.sock")
@@ -214,10 +232,14 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
             status = daemon.status()
             if round > 0:
                 check_restart(daemon, status, durable, disk_last, room7, violation)
+                if sc.catchup:
+                    check_catch_up(daemon, backend, lost_ids, cut_conn, tally, violation)
             if round == cuts or time.monotonic() > deadline:
                 break
             if stop_at_violation and tally.violations:
                 return tally
+            if sc.catchup and round == 0:
+                seed_rooms(daemon, backend)
             if sc.restart:
                 daemon.send_signal(1)  # SIGHUP: a reload
                 daemon.wait_ready()
@@ -236,8 +258,14 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
                                     400 if sc.blackhole else 0)] if sc.batches else [])
             for t in senders + batches:
                 t.start()
-            flood = backend.flood(sc.flood, size=200, room=7, tag=f"-c{round}") if sc.flood else None
-            wait = rng.uniform(0.05, 1.2)
+            if sc.catchup:
+                # A third of a second: many cuts land in the middle of it.
+                flood = Publisher(backend, list(CATCHUP_ROOMS), sc.flood, rate=3 * sc.flood, tag=f"c{round}-")
+                flood.start()
+            else:
+                flood = backend.flood(sc.flood, size=200, room=7, tag=f"-c{round}") if sc.flood else None
+            # Catch-up floods are short (see SCENARIOS): cut most of them in the middle.
+            wait = rng.uniform(0.02, 0.45) if sc.catchup else rng.uniform(0.05, 1.2)
             if sc.blackhole:
                 time.sleep(wait / 2)
                 backend.unblackhole()  # the long outbox is confirmed in bursts from now on
@@ -259,7 +287,9 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
                 t.stop.set()
             for t in senders + batches:
                 t.stop() if isinstance(t, BatchSender) else t.join(10)
-            if flood is not None:
+            if isinstance(flood, Publisher):
+                flood.done.wait(30)
+            elif flood is not None:
                 try:
                     flood.result(30)
                 except Exception:  # noqa: BLE001 - the daemon went away under the flood
@@ -276,6 +306,10 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
             tally.mid_rename += bool(names - {".index"})
             disk_last, room7 = check_disk(live / "state", backing / "state", durable, cut_at, sc, tally,
                                    violation, interval_ms, risk)
+            if sc.catchup:
+                cut_conn = max((c.id for c in backend.connections()), default=0)
+                lost_ids = ids_taken_by_the_cut(live / "state", backing / "state")
+                tally.ids_lost += sum(len(v) for v in lost_ids.values())
         # Every send acknowledged before a cut is delivered, at least once, in order.
         acked_all.sort(key=lambda a: a["count"])
         end = time.monotonic() + 30
@@ -371,11 +405,102 @@ def check_restart(daemon, status, durable: int, disk_last: int, room7: list[int]
                   f"History from {got[:1]} to {got[-1:]})")
 
 
+def message_ids(store_dir: Path) -> dict:
+    """The ids of the inbound messages in a store nothing writes to, per room, in seq order."""
+    out: dict = {}
+    for f in store_files(store_dir) if store_dir.exists() else []:
+        for line in f.lines:
+            record = parse_line(line)
+            if record and record.get("dir") == "in" and "id" in record:
+                out.setdefault(record["room"], []).append(int(record["id"]))
+    return out
+
+
+def ids_taken_by_the_cut(live_dir: Path, disk_dir: Path) -> dict:
+    """Per room, the ids whose records processes saw before the cut and the disk lost."""
+    seen, kept = message_ids(live_dir), message_ids(disk_dir)
+    return {room: set(ids) - set(kept.get(room, [])) for room, ids in seen.items()}
+
+
+def seed_rooms(daemon, backend) -> None:
+    """A first message in each room, made durable before any cut: a room with nothing stored
+    is joined without `since`, and the backend then sends only what comes next (the extension's
+    rule), so without it a cut that took a room's every record would lose its first flood."""
+    deadline = time.monotonic() + 15
+    while not all(backend.members(room) for room in CATCHUP_ROOMS):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the daemon did not join its rooms within 15 s")
+        time.sleep(0.05)
+    for room in CATCHUP_ROOMS:
+        backend.publish(room, "seed")
+    while time.monotonic() < deadline:
+        status = daemon.status()
+        if status["last_seq"] >= len(CATCHUP_ROOMS) and status["durable_seq"] == status["last_seq"]:
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the seed messages were not stored within 15 s")
+
+
+def check_catch_up(daemon, backend, lost_ids: dict, cut_conn: int, tally: Tally, violation) -> None:
+    """The daemon restarted on what survived the cut joins after the newest surviving id: the
+    backend replays from a little before it. Every message it ever published must end up
+    stored exactly once, in order: those whose records the cut took stored again (the window
+    was rebuilt from what survived, never from what the cut took), and the survivors sent
+    again all dropped, no more and no fewer."""
+    published = {room: backend.published(room) for room in CATCHUP_ROOMS}
+    want = sum(len(v) for v in published.values())
+    deadline = time.monotonic() + 60
+    sinces: dict = {}
+    while len(sinces) < len(CATCHUP_ROOMS) and time.monotonic() < deadline:
+        sinces = {data["room_id"]: data.get("since") for _, conn, data in backend.join_data() if conn > cut_conn}
+        time.sleep(0.05)
+    if len(sinces) < len(CATCHUP_ROOMS) or None in sinces.values():
+        violation(f"the restarted daemon did not join every room after its newest stored id: {sinces}")
+        return
+    # The survivors the backend sends again: from REPLAY_OVERLAP before the one after since.
+    redelivered = sum(min(REPLAY_OVERLAP, int(since)) for since in sinces.values())
+    while True:
+        # Read once the store is quiet (everything durable, nothing written while reading),
+        # so no write or rotation runs under the reader.
+        status = daemon.status()
+        records, bad = read_store(daemon.store_dir)
+        after = daemon.status()
+        stored: dict = {}
+        for r in records:
+            if r["dir"] == "in" and "id" in r:
+                stored.setdefault(r["room"], []).append(int(r["id"]))
+        quiet = status["durable_seq"] == status["last_seq"] == after["last_seq"] and not bad
+        replayed = status["duplicates_dropped"] >= redelivered
+        if quiet and replayed and sum(len(set(v)) for v in stored.values()) >= want:
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    tally.redeliveries_dropped += status["duplicates_dropped"]
+    for room, ids in published.items():
+        got = stored.get(room, [])
+        missing = set(ids) - set(got)
+        if missing:
+            violation(f"room {room}: {len(missing)} published messages not stored after the restart, "
+                      f"e.g. {sorted(missing)[:3]} ({len(lost_ids.get(room, ()))} taken by the cut)")
+        if len(got) != len(set(got)):
+            violation(f"room {room}: {len(got) - len(set(got))} messages stored twice")
+        if got != sorted(got):
+            violation(f"room {room}: messages stored out of order")
+        tally.ids_restored += len(lost_ids.get(room, set()) & set(got))
+    if status["duplicates_dropped"] != redelivered:
+        violation(f"{redelivered} stored messages sent again after joins after {sinces}, "
+                  f"{status['duplicates_dropped']} dropped")
+
+
 def table(results: list[tuple[str, Tally]]) -> str:
     head = ("scenario", "cuts", "records at risk", "lost", "torn", "dup seqs", "acked sends", "acked lost",
-            "torn tails cut", "renames", "cuts mid-rename", "max batch loss ms", "violations")
+            "torn tails cut", "renames", "cuts mid-rename", "max batch loss ms", "ids lost/restored",
+            "redeliveries dropped", "violations")
     rows = [head] + [(n, t.cuts, t.at_risk, t.lost, t.torn, t.duplicates, t.acked, t.acked_lost, t.repaired, t.renames, t.mid_rename,
-                      f"{t.largest_window_ms:.0f}" if t.largest_window_ms else "-", len(t.violations))
+                      f"{t.largest_window_ms:.0f}" if t.largest_window_ms else "-",
+                      f"{t.ids_lost}/{t.ids_restored}" if t.ids_lost or t.redeliveries_dropped else "-",
+                      t.redeliveries_dropped or "-", len(t.violations))
                      for n, t in results]
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows)

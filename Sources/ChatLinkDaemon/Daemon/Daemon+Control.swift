@@ -143,9 +143,15 @@ extension Daemon: ControlTarget {
       [unowned(unsafe) self] inbound, seq, time in
       guard let service = self.service else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
+      let id = inbound.id.map { id in
+        inbound.payload.withUnsafeBytes { raw in
+          id.withBytes(in: raw) { String(decoding: $0, as: UTF8.self) }
+        }
+      }
       let held = HeldMessage(
         record: StoreRecord(
-          seq: seq, time: time, direction: .inbound, room: inbound.room, meta: inbound.meta,
+          seq: seq, time: time, direction: .inbound, room: inbound.room,
+          clientID: id, meta: inbound.meta,
           payload: inbound.payload),
         scan: inbound.scan, room: room)
       let durable = waitForFsync ? self.store.durableSeq : .max

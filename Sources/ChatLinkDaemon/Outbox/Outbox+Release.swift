@@ -47,6 +47,7 @@ extension Outbox {
   /// The job that held these entries' `released` lines failed: they go into the next one, a
   /// second from now (a failing disk is not retried in a loop).
   func retryReleases(_ released: [OutboxEntry]) {
+    failedReleaseWrites += 1
     for entry in released where !releasing.contains(where: { $0.count == entry.count }) {
       appendReleasedLine(entry.clientID)
       releasing.append(entry)

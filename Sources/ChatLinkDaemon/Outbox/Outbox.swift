@@ -39,7 +39,8 @@ public final class Outbox {
   /// Entries whose `released` lines are in `batch`, and those in the job on the disk.
   var releasing: [OutboxEntry] = []
   var releasingOnDisk: [OutboxEntry] = []
-  /// Tries a failed job's releases again.
+  /// How many disk jobs holding `released` lines failed; `releaseRetry` tries them again.
+  public internal(set) var failedReleaseWrites = 0
   var releaseRetry: Timer?
   /// The last disk job's memory, for the next batch (`HandedBytes`).
   private var spare: SpareBuffer?

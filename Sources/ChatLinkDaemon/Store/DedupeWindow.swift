@@ -76,7 +76,8 @@ struct DedupeWindow {
   func hash(_ id: some Collection<UInt8>) -> UInt64 { hasher.hash(id) }
 
   /// Puts back what the store's tail holds of `room`: its ids' hashes, oldest first, and its
-  /// newest id. Ids already kept (records stored since) stay the newest.
+  /// newest id. Ids already kept (records stored since) stay the newest, and so does a newest
+  /// id already known.
   mutating func restore(room: [UInt8], hashes: [UInt64], newestID: [UInt8]?) {
     guard isEnabled, !hashes.isEmpty else { return }
     let index = self.index(of: room)
@@ -85,7 +86,7 @@ struct DedupeWindow {
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, capacity: capacity) }
     for hash in kept.oldestFirst { _ = restored.insert(hash, capacity: capacity) }
     recent[index] = restored
-    if kept.count == 0, let newestID { newest[index] = newestID }
+    if newest[index].isEmpty, let newestID { newest[index] = newestID }
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
