@@ -2,13 +2,14 @@ import CSystem
 import EventLoop
 @preconcurrency import Glibc
 
-/// An append-only file of whole lines, used on the disk thread only.
+/// An append-only file of whole lines, appended to on the disk thread (and synced from the
+/// store's sync thread: `sync()`).
 ///
 /// A failed write is rolled back with ftruncate, so the file never holds a partial line,
 /// even when the disk fills up in the middle of a write.
 final class AppendFile: @unchecked Sendable {
-  // @unchecked: created on the loop, then used by exactly one thread at a time (the disk
-  // worker), handed over through the worker's queue.
+  // @unchecked: created on the loop, then appended to by one thread at a time (the disk
+  // worker), handed over through the worker's queue; the one other call is `sync()`.
   let path: String
   private(set) var fd: Int32
   private(set) var size: Int
