@@ -21,8 +21,8 @@ public final class MessageStore {
   public let options: Options
   /// What recovery found.
   public let recovery: Recovery
-  // Unchecked exclusivity (here and on the buffer, its line table, the formatter and
-  // `failure`): each is touched for every record, only on the loop's thread, and no access to
+  // Unchecked exclusivity (here and on the buffer, its line table, the formatter, `failure`
+  // and `dedupe`): each is touched for every record, only on the loop's thread, and no access to
   // one overlaps another access to it (append's inout uses end before it returns).
   /// The last seq assigned.
   @exclusivity(unchecked) public private(set) var lastSeq: UInt64
@@ -35,7 +35,7 @@ public final class MessageStore {
   /// What the disk jobs did so far, for metrics.
   public private(set) var statistics = StoreStatistics()
   /// The rooms' recent inbound ids (`MessageStore+Dedupe.swift`).
-  var dedupe: StoreDedupe
+  @exclusivity(unchecked) var dedupe: StoreDedupe
   /// Called when `durableSeq` advances.
   public var onDurable: ((UInt64) -> Void)?
   /// Called after every write attempt, so a producer paused on `isBehind` can resume.
