@@ -15,7 +15,7 @@ if ! command -v swift >/dev/null 2>&1; then
   exit 1
 fi
 
-packages=(libsystemd-dev libssl-dev zlib1g-dev pkg-config)
+packages=(libsystemd-dev libssl-dev zlib1g-dev libexpat1-dev pkg-config)
 if [ "$mode" = "--test" ]; then
   # gcc builds wsaccel for Autobahn; openssl makes nothing but is handy to inspect test certs.
   packages+=(gcc iproute2 openssl groff-base man-db)
