@@ -59,9 +59,9 @@ let package = Package(
     // The backend link as pure parts: the state machine, reconnect policy, delivery ledger,
     // keepalive and the backend-protocol seam with its dialects. No I/O, no clocks, no threads.
     .target(name: "LinkCore", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
-    // XMPP's wire as pure parts: frames parsed with expat (restricted XML) and the writer.
-    // No I/O, no clocks, no threads.
-    .target(name: "XMPP", dependencies: ["CExpat"], swiftSettings: strict),
+    // XMPP's wire as pure parts: frames parsed with expat (restricted XML), the writer, SASL.
+    // No I/O, no clocks, no threads; randomness and crypto are handed in.
+    .target(name: "XMPP", dependencies: ["CExpat", "WebSocket"], swiftSettings: strict),
 
     // The daemon's logic: config, the link's driver, store, outbox, control server, manager.
     .target(
@@ -106,7 +106,7 @@ let package = Package(
       name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
-      name: "XMPPTests", dependencies: ["XMPP", "TestSupport"],
+      name: "XMPPTests", dependencies: ["XMPP", "WebSocket", "Transport", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON", "TestSupport"],
