@@ -13,8 +13,10 @@ public enum XMLFrameEvent: Hashable, Sendable {
 /// RFC 7395 §3.3.3 makes every WebSocket message one complete element that parses on its
 /// own, so each frame is read as a document of its own: `append` takes its bytes in any
 /// split, `finishFrame` says what it held and readies the parser for the next frame. The
-/// result never depends on the split: expat is incremental, and the byte limit is applied at
-/// the same byte wherever the pieces end.
+/// result does not depend on the split: expat is incremental, and the byte limit is applied
+/// at the same byte wherever the pieces end. Only the words and the position of a
+/// `.malformed` refusal may differ, since expat reads a token cut by a piece's end again with
+/// what follows (the xmpp fuzzer holds it to that).
 ///
 /// What XMPP forbids (RFC 6120 §11.1: DTDs, entity declarations, processing instructions,
 /// comments) stops the parse at the handler expat calls for it, so nothing declared is ever

@@ -189,6 +189,20 @@ final class XMLFrameParserTests: XCTestCase {
     XCTAssertEqual(error("<a><b/><c/><d/></a>", limits: limits), .tooManyElements(limit: 3))
   }
 
+  func testANamespaceIsSharedByItsElementsNotCopiedIntoEach() throws {
+    let namespace = "urn:" + String(repeating: "n", count: 10_000)
+    let frame = "<a xmlns='\(namespace)'>" + String(repeating: "<b/>", count: 100) + "</a>"
+    let root = try stanza(frame)
+    func storage(_ text: String) -> UnsafePointer<UInt8>? {
+      var text = text
+      return text.withUTF8 { $0.baseAddress }
+    }
+    XCTAssertEqual(root.children.count, 100)
+    XCTAssertEqual(root.children[99].namespace, namespace)
+    XCTAssertEqual(Set(root.children.map { storage($0.namespace) }).count, 1)
+    XCTAssertEqual(storage(root.children[0].namespace), storage(root.namespace))
+  }
+
   func testMalformedFramesAreRefusedWithExpatsReason() {
     for text in [
       "", "   ", "<a>", "<a></b>", "<a/><b/>", "text", "<a x='1' x='2'/>", "<p:a/>",
