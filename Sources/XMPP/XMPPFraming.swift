@@ -10,11 +10,16 @@ public enum XMPPFraming {
   /// `<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='DOMAIN' version='1.0'/>`, with
   /// `xml:lang` when a language is given.
   public static func open(to domain: String, language: String? = nil) -> String {
+    XMLWriter.string(openElement(to: domain, language: language))
+  }
+
+  /// The stream's opening as an element (`open(to:language:)` is its text).
+  public static func openElement(to domain: String, language: String? = nil) -> XMLElement {
     var attributes = [XMLAttribute("to", domain), XMLAttribute("version", "1.0")]
     if let language {
       attributes.append(XMLAttribute("lang", language, namespace: XMLWriter.xmlNamespace))
     }
-    return XMLWriter.string(XMLElement("open", namespace: namespace, attributes: attributes))
+    return XMLElement("open", namespace: namespace, attributes: attributes)
   }
 
   /// The stream's end: `<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>`.
