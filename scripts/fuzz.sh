@@ -18,7 +18,8 @@
 #              DedupeRebuild.idAndRoom on any store line and on the store's own lines, and
 #              DedupeWindow against a model
 #   xmpp       Tests/Fuzz/XMPPFuzzer.swift: XMLFrameParser (expat) on RFC 7395 frames in any
-#              split, XMLWriter round trips, SASLNegotiation reading a hostile server (XMPP)
+#              split, XMLWriter round trips, SASLNegotiation and StreamNegotiation reading a
+#              hostile server (XMPP)
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
 #                                           together: split 2:1:1:1:1:1:1:1:1 (60 s: 12

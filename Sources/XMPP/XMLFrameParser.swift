@@ -32,6 +32,10 @@ public final class XMLFrameParser {
   /// cannot occur in an XML 1.0 document, not even as a character reference.
   static let separator = CChar(1)
 
+  /// What every frame gets when expat could not allocate its parser.
+  static let noParser = XMLStreamError.malformed(
+    reason: "expat could not allocate a parser", line: 0, column: 0)
+
   public init(limits: XMLLimits = XMLLimits()) {
     self.limits = limits
     builder = TreeBuilder(limits: limits)
@@ -46,12 +50,8 @@ public final class XMLFrameParser {
 
   /// Reads the next piece of the current frame.
   public func append(_ bytes: UnsafeRawBufferPointer) {
-    guard builder.error == nil, let parser else {
-      if self.parser == nil {
-        builder.fail(.malformed(reason: "out of memory", line: 0, column: 0))
-      }
-      return
-    }
+    guard let parser else { return builder.fail(Self.noParser) }
+    guard builder.error == nil else { return }
     let room = limits.maxFrameBytes - frameBytes
     let take = min(bytes.count, max(room, 0))
     var offset = 0
@@ -78,6 +78,7 @@ public final class XMLFrameParser {
   /// The current frame is complete: its element, or why it was refused. The parser is then
   /// ready for the next frame.
   public func finishFrame() -> Result<XMLFrameEvent, XMLStreamError> {
+    if parser == nil { builder.fail(Self.noParser) }
     if builder.error == nil, let parser, XML_Parse(parser, nil, 0, 1) == XML_STATUS_ERROR {
       builder.failFromExpat()
     }

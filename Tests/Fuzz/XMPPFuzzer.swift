@@ -9,7 +9,8 @@
 //
 //   byte 0   bits 0-1: limits: 0 the defaults (1 MiB, depth 32, 10,000 elements), 1 a
 //            256-byte frame, 2 depth 4, 3 at most 8 elements; bit 2: SASL (below), bit 3:
-//            PLAIN allowed, bit 4: SCRAM-SHA-256 offered (else SCRAM-SHA-1)
+//            PLAIN allowed, bit 4: SCRAM-SHA-256 offered (else SCRAM-SHA-1); bit 5: stream
+//            negotiation (below), bit 6: it asks to resume a session
 //   byte 1   the chunk seed: how each frame is cut into pieces (FuzzSupport.chunkSizes)
 //   then     frames, separated by NUL (which XML can never hold)
 //
@@ -27,7 +28,10 @@
 //    event; and an `.open`/`.close` is the framing namespace's `open`/`close`;
 //  - with bit 2, each stanza goes to a SCRAM or PLAIN SASLNegotiation (crypto replaced by a
 //    cheap deterministic stand-in): what it sends is a SASL `response` with base64 text, and
-//    once it succeeded, refused or failed, it is over.
+//    once it succeeded, refused or failed, it is over;
+//  - with bit 5, every event goes to a StreamNegotiation until it finishes: what it sends
+//    writes and reads back as itself, it ends with exactly one final action (ready, refused,
+//    failed, closed) and says nothing after it.
 
 import Glibc
 import WebSocket
@@ -48,6 +52,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let streaming = XMLFrameParser(limits: limits)
   var sasl = input[0] & 4 == 4 ? makeNegotiation(flags: input[0]) : nil
   var settled = false
+  var negotiation = input[0] & 32 == 32 ? makeStreamNegotiation(flags: input[0]) : nil
   for (index, frame) in frames.enumerated() {
     let whole = XMLFrameParser(limits: limits).parse(frame: frame)
     var offset = 0
@@ -62,6 +67,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     require(agree(whole, split), "frame \(index) whole: \(whole), split: \(split); \(hex(frame))")
     guard case .success(let event) = whole else { continue }
     check(event, frame: frame, limits: limits)
+    if var stream = negotiation {
+      checkNegotiation(stream.receive(event), finished: stream.isFinished)
+      negotiation = stream.isFinished ? nil : stream
+    }
     if case .stanza(let element) = event, !settled, var negotiation = sasl {
       switch negotiation.receive(element) {
       case .send(let reply):
@@ -161,15 +170,51 @@ func hasForbiddenMarkup(_ frame: [UInt8]) -> Bool {
   return false
 }
 
-func makeNegotiation(flags: UInt8) -> SASLNegotiation? {
-  // A stand-in for OpenSSL: cheap, deterministic, and the right lengths.
+/// A stand-in for OpenSSL: cheap, deterministic, and the right lengths.
+let fakeCrypto: SCRAMCrypto = {
   @Sendable func fold(_ hash: SCRAMHash, _ parts: [UInt8]...) -> [UInt8] {
     var state = FNV(parts: parts)
     return (0..<(hash == .sha1 ? 20 : 32)).map { _ in state.next() }
   }
-  let crypto = SCRAMCrypto(
+  return SCRAMCrypto(
     hash: { fold($0, $1) }, hmac: { fold($0, $1, $2) },
     pbkdf2: { hash, password, salt, _ in fold(hash, password, salt) })
+}()
+
+func makeStreamNegotiation(flags: UInt8) -> StreamNegotiation {
+  let resume = flags & 64 == 64 ? Resumption(id: "sm-1", jid: "user@localhost/r", handled: 7) : nil
+  var negotiation = StreamNegotiation(
+    settings: NegotiationSettings(
+      username: "user", domain: "localhost", resource: "r", password: "pencil",
+      transport: .loopback, resume: resume),
+    clientNonce: "fyko+d2lbbFgONRv9qkxdawL", crypto: fakeCrypto)
+  checkNegotiation(negotiation.start(), finished: negotiation.isFinished)
+  return negotiation
+}
+
+func checkNegotiation(_ actions: [NegotiationAction], finished: Bool) {
+  var finals = 0
+  for action in actions {
+    require(finals == 0, "\(action) after the final action")
+    switch action {
+    case .send(let element):
+      let again = XMLFrameParser().parse(frame: Array(XMLWriter.string(element).utf8))
+      let same: Bool
+      switch again {
+      case .success(.open(let read)), .success(.stanza(let read)), .success(.close(let read)):
+        same = read == element
+      case .failure: same = false
+      }
+      require(same, "sent \(XMLWriter.string(element)), read back \(again)")
+    case .authenticated, .resumptionRefused: break
+    case .ready, .refused, .failed, .closed: finals += 1
+    }
+  }
+  require(finished == (finals == 1), "finished \(finished) after \(actions)")
+}
+
+func makeNegotiation(flags: UInt8) -> SASLNegotiation? {
+  let crypto = fakeCrypto
   var offered = [flags & 16 == 16 ? "SCRAM-SHA-256" : "SCRAM-SHA-1"]
   if flags & 8 == 8 { offered = ["PLAIN"] }
   var negotiation = try? SASLNegotiation(

@@ -1140,7 +1140,7 @@ def dedupe_seeds_all() -> None:
 xmpp_seeds: dict[str, bytes] = {}
 
 X_LIMIT_256, X_DEPTH_4, X_ELEMENTS_8 = 1, 2, 3
-X_SASL, X_PLAIN, X_SHA256 = 4, 8, 16
+X_SASL, X_PLAIN, X_SHA256, X_NEGOTIATION, X_RESUME = 4, 8, 16, 32, 64
 
 
 def x_seed(name: str, flags: int, *frames: str | bytes, chunks: int = 0) -> None:
@@ -1207,6 +1207,18 @@ def xmpp_seeds_all() -> None:
            "<r xmlns='urn:xmpp:sm:3'/>", "<a xmlns='urn:xmpp:sm:3' h='42'/>", X_ERROR, X_MAM, X_FIN,
            X_STREAM_ERROR, X_CLOSE, chunks=2)
     x_seed("prosody-session-bytes", 0, X_OPEN, X_GROUPCHAT, X_PRESENCE_110, X_CLOSE, chunks=1)
+    x_seed("negotiation", X_NEGOTIATION, X_OPEN, X_FEATURES, x_sasl("challenge", X_RFC5802_FIRST),
+           x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN, X_BOUND, X_BIND_RESULT, X_ENABLED,
+           chunks=2)
+    x_seed("negotiation-resume", X_NEGOTIATION | X_RESUME, X_OPEN, X_FEATURES,
+           x_sasl("challenge", X_RFC5802_FIRST), x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN,
+           X_BOUND, "<failed xmlns='urn:xmpp:sm:3' h='3'><item-not-found "
+           "xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>", X_BIND_RESULT, X_ENABLED)
+    x_seed("negotiation-resumed", X_NEGOTIATION | X_RESUME, X_OPEN, X_FEATURES,
+           x_sasl("challenge", X_RFC5802_FIRST), x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN,
+           X_BOUND, "<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='5'/>", X_GROUPCHAT)
+    x_seed("negotiation-refused", X_NEGOTIATION, X_OPEN, X_FEATURES,
+           "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>", X_OPEN)
     x_seed("see-other-uri", 0, f"<close xmlns='{X_FRAMING}' see-other-uri='wss://other.example/xmpp'/>")
     x_seed("sasl-scram-sha1", X_SASL, x_sasl("challenge", X_RFC5802_FIRST),
            x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), chunks=3)
