@@ -1201,11 +1201,47 @@ X_RFC5802_FIRST = "r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf
 X_RFC7677_FIRST = "r=fyko+d2lbbFgONRv9qkxdawL%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
 
 
+# Frames captured from Prosody 0.12.3 over WebSocket (Tests/XMPPTests/ProsodyTranscripts.swift has
+# the whole transcripts): a PLAIN session with a MUC join and a message, and a SCRAM-SHA-1 one.
+X_CAPTURED_PLAIN = [
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='ce3e1046-447c-4703-80ce-769bfb4949e4'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+    "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>",
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='d8d9ba9c-0826-42f2-ad72-23aee0bbd6a5'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session><sub xmlns='urn:xmpp:features:pre-approval'/><c hash='sha-1' node='http://prosody.im' ver='RCsTrxK3Do+ACD6FaemxkXdEIlM=' xmlns='http://jabber.org/protocol/caps'/><ver xmlns='urn:xmpp:features:rosterver'/></stream:features>",
+    "<iq xmlns='jabber:client' id='bind-1' type='result'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>user@localhost/chatlink-0123456789ab</jid></bind></iq>",
+    "<enabled xmlns='urn:xmpp:sm:3' max='600' id='cvKcPm3stSFO' resume='true'/>",
+    "<presence from='lobby@conference.localhost/chatlink' xmlns='jabber:client' id='join-1' xml:lang='en' to='user@localhost/chatlink-0123456789ab'><occupant-id xmlns='urn:xmpp:occupant-id:0' id='7nqseSPpKxgQ5Yu368U0eYQEtrKDmBqN8/XsTrl1Df4='/><x xmlns='http://jabber.org/protocol/muc#user'><status code='201'/><item role='moderator' jid='user@localhost/chatlink-0123456789ab' affiliation='owner'/><status code='110'/></x></presence>",
+    "<message xmlns='jabber:client' type='groupchat' from='lobby@conference.localhost' to='user@localhost/chatlink-0123456789ab'><subject/></message>",
+    "<r xmlns='urn:xmpp:sm:3'/>",
+    "<message from='lobby@conference.localhost/chatlink' type='groupchat' xmlns='jabber:client' id='m-1' xml:lang='en' to='user@localhost/chatlink-0123456789ab'><body>héllo &amp; &lt;welcome&gt; 👋</body><origin-id id='m-1' xmlns='urn:xmpp:sid:0'/><occupant-id xmlns='urn:xmpp:occupant-id:0' id='7nqseSPpKxgQ5Yu368U0eYQEtrKDmBqN8/XsTrl1Df4='/><stanza-id by='lobby@conference.localhost' xmlns='urn:xmpp:sid:0' id='BAOTSyQMpYRATLro7L-dRQA4'/></message>",
+    "<a xmlns='urn:xmpp:sm:3' h='2'/>",
+    "<message from='nosuchroom@conference.localhost' type='error' xmlns='jabber:client' id='m-2' to='user@localhost/chatlink-0123456789ab'><error type='cancel' by='conference.localhost'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></message>",
+    "<a xmlns='urn:xmpp:sm:3' h='3'/>",
+    "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+]
+X_CAPTURED_SCRAM = [
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='3de34282-5ca6-4d25-a376-800d57349ca8'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+    "<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>cj1meWtvK2QybGJiRmdPTlJ2OXFreGRhd0xhNzUyOTQ3Ny1mMzdhLTQ4ODUtOTc2YS05OTlhMDYxN2RjY2Qscz1NekV4TmpBeU5URXRaR0kxTVMwMFpXSTVMV0kyT1RBdE9EWTROVGhoTTJObFptTmwsaT0xMDAwMA==</challenge>",
+    "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>dj1BbWt1bmZ4cHUvMS9na0lHeWVPR3dSQTZabWs9</success>",
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='dacc6345-59d7-423b-8121-f11f3447fbcc'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session><sub xmlns='urn:xmpp:features:pre-approval'/><c hash='sha-1' node='http://prosody.im' ver='RCsTrxK3Do+ACD6FaemxkXdEIlM=' xmlns='http://jabber.org/protocol/caps'/><ver xmlns='urn:xmpp:features:rosterver'/></stream:features>",
+    "<iq xmlns='jabber:client' id='bind-1' type='result'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>user@localhost/chatlink-0123456789ab</jid></bind></iq>",
+    "<enabled xmlns='urn:xmpp:sm:3' max='600' id='cq5TVSgzzDEC' resume='true'/>",
+    "<a xmlns='urn:xmpp:sm:3' h='0'/>",
+    "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+    "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/><text>Unable to authorize you with the authentication credentials you&apos;ve sent.</text></failure>",
+]
+
+
 def xmpp_seeds_all() -> None:
     x_seed("prosody-session", 0, X_OPEN, X_FEATURES, x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="),
            X_OPEN, X_BOUND, X_BIND_RESULT, X_ENABLED, X_PRESENCE_110, X_GROUPCHAT,
            "<r xmlns='urn:xmpp:sm:3'/>", "<a xmlns='urn:xmpp:sm:3' h='42'/>", X_ERROR, X_MAM, X_FIN,
            X_STREAM_ERROR, X_CLOSE, chunks=2)
+    x_seed("prosody-captured", 0, *X_CAPTURED_PLAIN, chunks=2)
+    x_seed("prosody-captured-scram", X_NEGOTIATION, *X_CAPTURED_SCRAM, chunks=3)
     x_seed("prosody-session-bytes", 0, X_OPEN, X_GROUPCHAT, X_PRESENCE_110, X_CLOSE, chunks=1)
     x_seed("negotiation", X_NEGOTIATION, X_OPEN, X_FEATURES, x_sasl("challenge", X_RFC5802_FIRST),
            x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN, X_BOUND, X_BIND_RESULT, X_ENABLED,

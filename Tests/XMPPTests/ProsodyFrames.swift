@@ -1,6 +1,6 @@
-/// Frames as Prosody 0.12 sends them over WebSocket (the shapes measured here; ids and
-/// names are the tests' own). Tests/Fuzz/make_seed_corpus.py seeds the xmpp fuzzer with the
-/// same shapes.
+/// Frames in the shapes Prosody 0.12 sends over WebSocket, with the tests' own ids and names
+/// and what a live join leaves out (a delay); `ProsodyTranscripts` holds frames captured from
+/// it. Tests/Fuzz/make_seed_corpus.py seeds the xmpp fuzzer with both.
 enum ProsodyFrames {
   static let open =
     "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' "
