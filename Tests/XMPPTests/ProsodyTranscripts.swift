@@ -1,8 +1,9 @@
 /// Frames captured from Prosody 0.12.3 (Debian) over RFC 7395 WebSocket, with a Python client
 /// speaking the frames listed as `client` (on loopback, `consider_websocket_secure`; user
 /// `user`, password `pencil`; the SCRAM client nonce `fyko+d2lbbFgONRv9qkxdawL`, its proof
-/// computed with Python's hashlib). Each transcript is in order: `.client` what was sent,
-/// `.server` what came back. They check the parser and the negotiation against a real server.
+/// computed with Python's hashlib: `Tests/Fixtures/prosody.py` captures the same way). Each
+/// transcript is in order: `.client` what was sent, `.server` what came back. They check the
+/// parser and the negotiation against a real server.
 enum ProsodyTranscripts {
   enum Line: Equatable {
     case client(String)
