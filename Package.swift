@@ -24,6 +24,7 @@ let package = Package(
     // Headers only, no pkgConfig: libssl is loaded with dlopen for wss:// (see its shim.h).
     .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
 
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
     .target(name: "WebSocket", dependencies: ["CZlib", "CSystem", "JSON"], swiftSettings: strict),
@@ -58,6 +59,9 @@ let package = Package(
     // The backend link as pure parts: the state machine, reconnect policy, delivery ledger,
     // keepalive and the backend-protocol seam with its dialects. No I/O, no clocks, no threads.
     .target(name: "LinkCore", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
+    // XMPP's wire as pure parts: frames parsed with expat (restricted XML), the writer, SASL.
+    // No I/O, no clocks, no threads; randomness and crypto are handed in.
+    .target(name: "XMPP", dependencies: ["CExpat", "WebSocket"], swiftSettings: strict),
 
     // The daemon's logic: config, the link's driver, store, outbox, control server, manager.
     .target(
@@ -100,6 +104,9 @@ let package = Package(
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(
       name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON", "TestSupport"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "XMPPTests", dependencies: ["XMPP", "WebSocket", "Transport", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "ChatLinkAPITests", dependencies: ["ChatLinkAPI", "Varlink", "JSON", "TestSupport"],

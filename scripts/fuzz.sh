@@ -17,10 +17,13 @@
 #   dedupe     Tests/Fuzz/DedupeFuzzer.swift: the store's dedupe window (ChatLinkDaemon/Store):
 #              DedupeRebuild.idAndRoom on any store line and on the store's own lines, and
 #              DedupeWindow against a model
+#   xmpp       Tests/Fuzz/XMPPFuzzer.swift: XMLFrameParser (expat) on RFC 7395 frames in any
+#              split, XMLWriter round trips, SASLNegotiation and StreamNegotiation reading a
+#              hostile server (XMPP)
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default: $FUZZ_SECONDS, else 60, for all of them
-#                                           together: split 2:1:1:1:1:1:1 (60 s: 18 websocket,
-#                                           7 each for the others), at least 1 s each; one
+#                                           together: split 2:1:1:1:1:1:1:1:1 (60 s: 12
+#                                           websocket, 6 each for the others), at least 1 s each; one
 #                                           fuzzer named alone gets all of it
 #   scripts/fuzz.sh --build-only [FUZZER...]  just build .build/fuzz/<name>-fuzzer
 #   .build/fuzz/<name>-fuzzer FILE          replay one input (e.g. a crash artifact)
@@ -30,8 +33,8 @@
 # printing each artifact's path and a hex dump of it. A summary line per fuzzer is printed
 # at the end (executions, exec/s, coverage, corpus size, verdict).
 #
-# Needs only the Swift toolchain and Debian's libssl-dev, zlib1g-dev, libsystemd-dev and
-# pkg-config (the same packages `swift build` needs); nothing is downloaded. Everything it
+# Needs only the Swift toolchain and Debian's libssl-dev, zlib1g-dev, libsystemd-dev,
+# libexpat1-dev and pkg-config (the same packages `swift build` needs); nothing is downloaded. Everything it
 # writes is under .build/fuzz/: the committed seed corpora (Tests/Fuzz/corpus/<name>) are copied
 # into scratch corpora there (.build/fuzz/<name>/corpus), so a run never modifies the
 # repository. New crashes are added to the committed corpus by hand (Tests/Fuzz/README.md).
@@ -53,11 +56,11 @@
 #    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with
 #    -sanitize=fuzzer,address, into .build/fuzz/modules/<Target>.{o,swiftmodule}, each after
 #    the targets it imports, with -I for that directory and for the system-library module maps
-#    (Sources/CSystemd, Sources/CSystem, Sources/COpenSSL, Sources/CZlib), and one
+#    (Sources/CSystemd, Sources/CSystem, Sources/COpenSSL, Sources/CZlib, Sources/CExpat), and one
 #    -package-name as SwiftPM gives. The dependency graph is read from the sources' own
 #    `import` lines (imports_of below), so it follows Package.swift without a copy of it.
 #  - The fuzzer file is compiled against those modules and linked with their objects and
-#    -lsystemd -lssl -lcrypto -lz -lm (the modules' link lines ask for the same). varlink
+#    -lsystemd -lssl -lcrypto -lz -lexpat -lm (the modules' link lines ask for the same). varlink
 #    and config use public API only; websocket instead compiles Sources/WebSocket/*.swift
 #    together with Tests/Fuzz/WebSocketFuzzer.swift as one module, as it always has, so it keeps
 #    reaching internal API (FUZZER_FLAT); WebSocket's own imports (JSON) are modules. dedupe
@@ -90,13 +93,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=.build/fuzz
 MODULES="$OUT/modules"
 GEN="$OUT/gen"
-ALL_FUZZERS=(websocket varlink config socketio mqtt stomp metrics dedupe)
+ALL_FUZZERS=(websocket varlink config socketio mqtt stomp metrics dedupe xmpp)
 
 # The target whose sources are compiled into the fuzzer's own module (internal API), if any;
 # every other target it needs is found from the `import` lines and built as a module.
 declare -A FUZZER_FLAT=([websocket]=WebSocket [varlink]="" [config]="" [socketio]="" [mqtt]="" [stomp]=""
   [metrics]=""
-  [dedupe]=ChatLinkDaemon)
+  [dedupe]=ChatLinkDaemon [xmpp]="")
 declare -A FUZZER_SOURCE=(
   [websocket]=Tests/Fuzz/WebSocketFuzzer.swift
   [varlink]=Tests/Fuzz/VarlinkFuzzer.swift
@@ -106,10 +109,11 @@ declare -A FUZZER_SOURCE=(
   [stomp]=Tests/Fuzz/STOMPFuzzer.swift
   [metrics]=Tests/Fuzz/MetricsFuzzer.swift
   [dedupe]=Tests/Fuzz/DedupeFuzzer.swift
+  [xmpp]=Tests/Fuzz/XMPPFuzzer.swift
 )
-declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1 [metrics]=1 [dedupe]=1)
+declare -A WEIGHT=([websocket]=2 [varlink]=1 [config]=1 [socketio]=1 [mqtt]=1 [stomp]=1 [metrics]=1 [dedupe]=1 [xmpp]=1)
 declare -A MAX_LEN=([websocket]=70000 [varlink]=70000 [config]=16384 [socketio]=70000 [mqtt]=70000 [stomp]=70000
-  [metrics]=20000 [dedupe]=4096)
+  [metrics]=20000 [dedupe]=4096 [xmpp]=70000)
 # Reported bugs in Sources that the fuzzers step around (see the header comment); each flag
 # is explained where the fuzzer source tests it.
 declare -A KNOWN_BUGS=(
@@ -121,6 +125,7 @@ declare -A KNOWN_BUGS=(
   [stomp]=""
   [metrics]=""
   [dedupe]=""
+  [xmpp]=""
 )
 
 BUILD_ONLY=0
@@ -153,9 +158,9 @@ if [[ -z "$SWIFTC" ]]; then
   echo "fuzz.sh: swiftc not found on PATH" >&2
   exit 1
 fi
-if ! pkg-config --exists openssl zlib libsystemd; then
-  echo "fuzz.sh: OpenSSL, zlib or libsystemd headers missing (apt-get install libssl-dev" \
-    "zlib1g-dev libsystemd-dev pkg-config)" >&2
+if ! pkg-config --exists openssl zlib libsystemd expat; then
+  echo "fuzz.sh: OpenSSL, zlib, libsystemd or expat headers missing (apt-get install" \
+    "libssl-dev zlib1g-dev libsystemd-dev libexpat1-dev pkg-config)" >&2
   exit 1
 fi
 
@@ -164,11 +169,11 @@ LINKER=()
 if [[ -x "$(dirname "$SWIFTC")/ld.lld" ]] || command -v ld.lld >/dev/null; then
   LINKER=(-use-ld=lld)
 fi
-read -r -a C_INCLUDES <<<"$(pkg-config --cflags-only-I openssl zlib libsystemd | sed 's/-I/-Xcc -I/g')"
-read -r -a C_LIBS <<<"$(pkg-config --libs libsystemd openssl zlib) -lm"
+read -r -a C_INCLUDES <<<"$(pkg-config --cflags-only-I openssl zlib libsystemd expat | sed 's/-I/-Xcc -I/g')"
+read -r -a C_LIBS <<<"$(pkg-config --libs libsystemd openssl zlib expat) -lm"
 SWIFT_VERSION="$("$SWIFTC" --version 2>&1 | head -n 1)"
 COMMON=(-parse-as-library -swift-version 6 -package-name chatlink -sanitize=fuzzer,address -g -O)
-MODULE_MAPS=(-I Sources/CSystemd -I Sources/CSystem -I Sources/COpenSSL -I Sources/CZlib)
+MODULE_MAPS=(-I Sources/CSystemd -I Sources/CSystem -I Sources/COpenSSL -I Sources/CZlib -I Sources/CExpat)
 STRICT="${FUZZ_STRICT:-0}"
 read -r -a EXTRA_FLAGS <<<"${FUZZ_SWIFT_FLAGS:-}"
 

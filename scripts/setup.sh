@@ -15,7 +15,7 @@ if ! command -v swift >/dev/null 2>&1; then
   exit 1
 fi
 
-packages=(libsystemd-dev libssl-dev zlib1g-dev pkg-config)
+packages=(libsystemd-dev libssl-dev zlib1g-dev libexpat1-dev pkg-config)
 if [ "$mode" = "--test" ]; then
   # gcc builds wsaccel for Autobahn; openssl makes nothing but is handy to inspect test certs.
   packages+=(gcc iproute2 openssl groff-base man-db)
@@ -28,6 +28,9 @@ if [ "$mode" = "--test" ]; then
   # promtool checks the metrics' text, and the metrics test scrapes chatlinkd with a real
   # Prometheus of its own (its system service must not start either).
   packages+=(prometheus)
+  # The XMPP tests' server (Tests/Fixtures/prosody.py starts private instances as user
+  # prosody; its system service must not start either).
+  packages+=(prosody)
 fi
 
 missing=()
@@ -40,7 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server,
-  # prometheus) from starting: the tests run their own instances. One already in place is
+  # prometheus, prosody) from starting: the tests run their own instances. One already in place is
   # left alone.
   policy=/usr/sbin/policy-rc.d
   made_policy=""

@@ -9,6 +9,8 @@
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #define CHATLINK_OPENSSL_FUNCTION(name) typedef __typeof__(&name) chatlink_##name##_fn;
 // libssl
@@ -39,6 +41,12 @@ CHATLINK_OPENSSL_FUNCTION(X509_verify_cert_error_string)
 CHATLINK_OPENSSL_FUNCTION(ERR_clear_error)
 CHATLINK_OPENSSL_FUNCTION(ERR_get_error)
 CHATLINK_OPENSSL_FUNCTION(ERR_error_string_n)
+// libcrypto alone, for SASL SCRAM (Transport/OpenSSLCrypto.swift)
+CHATLINK_OPENSSL_FUNCTION(EVP_sha1)
+CHATLINK_OPENSSL_FUNCTION(EVP_sha256)
+CHATLINK_OPENSSL_FUNCTION(EVP_Digest)
+CHATLINK_OPENSSL_FUNCTION(HMAC)
+CHATLINK_OPENSSL_FUNCTION(PKCS5_PBKDF2_HMAC)
 #undef CHATLINK_OPENSSL_FUNCTION
 
 // Constants that are macros Swift cannot import.

@@ -11,6 +11,8 @@
                           (raw) or what a request is built from (structured)
   Tests/Fuzz/corpus/dedupe/     Tests/Fuzz/DedupeFuzzer.swift: mode, then store lines, records or window
                           operations
+  Tests/Fuzz/corpus/xmpp/       Tests/Fuzz/XMPPFuzzer.swift: flags, chunk seed, then frames separated by
+                          NUL (Prosody's stanzas, SASL exchanges, hostile XML)
   Tests/Fuzz/varlink.dict, Tests/Fuzz/config.dict   libFuzzer dictionaries (websocket.dict is by hand)
 
 (see the header comment of each fuzzer for what the modes and flags mean). The Varlink seeds
@@ -1133,6 +1135,155 @@ def dedupe_seeds_all() -> None:
     dd_seed("window-off", 2, bytes([0, 0, 0 | 1 << 2, 1, 0 | 1 << 2, 1, 3 | 1 << 2, 0x82, 1, 2, 2 | 1 << 2, 1]))
     dd_seed("window-full", 2, bytes([16, 3]) + b"".join(bytes([(k % 3) << 2, k % 40]) for k in range(120)))
 
+# ---------------------------------------------------------------------------- xmpp
+
+xmpp_seeds: dict[str, bytes] = {}
+
+X_LIMIT_256, X_DEPTH_4, X_ELEMENTS_8 = 1, 2, 3
+X_SASL, X_PLAIN, X_SHA256, X_NEGOTIATION, X_RESUME = 4, 8, 16, 32, 64
+
+
+def x_seed(name: str, flags: int, *frames: str | bytes, chunks: int = 0) -> None:
+    assert name not in xmpp_seeds, name
+    data = b"\0".join(f.encode() if isinstance(f, str) else f for f in frames)
+    assert b"\0" not in b"".join(f.encode() if isinstance(f, str) else f for f in frames), name
+    xmpp_seeds[name] = bytes([flags, chunks]) + data
+    assert len(xmpp_seeds[name]) <= 70000, name
+
+
+def x_sasl(name: str, data: str | bytes) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    import base64
+    return f"<{name} xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>{base64.b64encode(raw).decode()}</{name}>"
+
+
+X_FRAMING = "urn:ietf:params:xml:ns:xmpp-framing"
+X_OPEN = (f"<open xmlns='{X_FRAMING}' version='1.0' from='localhost' "
+          "id='3b0f0c9e-6c1d-4c63-9f7e-1c4f5b2a7d10' xml:lang='en'/>")
+X_CLOSE = f"<close xmlns='{X_FRAMING}'/>"
+X_FEATURES = ("<stream:features xmlns:stream='http://etherx.jabber.org/streams' xmlns='jabber:client'>"
+              "<mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism>"
+              "<mechanism>PLAIN</mechanism></mechanisms></stream:features>")
+X_BOUND = ("<stream:features xmlns:stream='http://etherx.jabber.org/streams' xmlns='jabber:client'>"
+           "<bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind>"
+           "<session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session>"
+           "<sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm>"
+           "<csi xmlns='urn:xmpp:csi:0'/></stream:features>")
+X_BIND_RESULT = ("<iq xmlns='jabber:client' type='result' id='bind-1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'>"
+                 "<jid>bot@localhost/chatlink-0123456789ab</jid></bind></iq>")
+X_ENABLED = "<enabled xmlns='urn:xmpp:sm:3' id='b0b9a1c4-5d2e' resume='true' max='600'/>"
+X_PRESENCE_110 = ("<presence xmlns='jabber:client' from='lobby@conference.localhost/chatlink' "
+                  "to='bot@localhost/chatlink-0123456789ab' id='join-1'>"
+                  "<x xmlns='http://jabber.org/protocol/muc#user'><status code='100'/>"
+                  "<item affiliation='none' jid='bot@localhost/chatlink-0123456789ab' role='participant'/>"
+                  "<status code='110'/></x></presence>")
+X_GROUPCHAT = ("<message xmlns='jabber:client' from='lobby@conference.localhost/alice' "
+               "to='bot@localhost/chatlink-0123456789ab' type='groupchat' id='m-42' xml:lang='en'>"
+               "<body>h\u00e9llo &amp; &lt;welcome&gt; \U0001F44B</body>"
+               "<stanza-id xmlns='urn:xmpp:sid:0' id='9f4e1c2a-0001' by='lobby@conference.localhost'/>"
+               "<delay xmlns='urn:xmpp:delay' from='lobby@conference.localhost' stamp='2026-12-06T17:00:00Z'/>"
+               "</message>")
+X_MAM = ("<message xmlns='jabber:client' to='bot@localhost/chatlink-0123456789ab' from='lobby@conference.localhost'>"
+         "<result xmlns='urn:xmpp:mam:2' queryid='q1' id='9f4e1c2a-0002'><forwarded xmlns='urn:xmpp:forward:0'>"
+         "<delay xmlns='urn:xmpp:delay' stamp='2026-12-06T16:59:00Z'/>"
+         "<message xmlns='jabber:client' from='lobby@conference.localhost/bob' type='groupchat' id='m-41'>"
+         "<body>earlier</body></message></forwarded></result></message>")
+X_FIN = ("<iq xmlns='jabber:client' type='result' id='q1'><fin xmlns='urn:xmpp:mam:2' complete='true'>"
+         "<set xmlns='http://jabber.org/protocol/rsm'><first index='0'>9f4e1c2a-0002</first>"
+         "<last>9f4e1c2a-0002</last><count>1</count></set></fin></iq>")
+X_ERROR = ("<message xmlns='jabber:client' from='lobby@conference.localhost' type='error' id='s-7'>"
+           "<error type='cancel' by='lobby@conference.localhost'>"
+           "<not-acceptable xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/>"
+           "<text xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'>You are not in the room</text></error></message>")
+X_STREAM_ERROR = ("<stream:error xmlns:stream='http://etherx.jabber.org/streams'>"
+                  "<not-well-formed xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>")
+X_RFC5802_FIRST = "r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096"
+X_RFC7677_FIRST = "r=fyko+d2lbbFgONRv9qkxdawL%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+
+
+# Frames captured from Prosody 0.12.3 over WebSocket (Tests/XMPPTests/ProsodyTranscripts.swift has
+# the whole transcripts): a PLAIN session with a MUC join and a message, and a SCRAM-SHA-1 one.
+X_CAPTURED_PLAIN = [
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='ce3e1046-447c-4703-80ce-769bfb4949e4'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+    "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>",
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='d8d9ba9c-0826-42f2-ad72-23aee0bbd6a5'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session><sub xmlns='urn:xmpp:features:pre-approval'/><c hash='sha-1' node='http://prosody.im' ver='RCsTrxK3Do+ACD6FaemxkXdEIlM=' xmlns='http://jabber.org/protocol/caps'/><ver xmlns='urn:xmpp:features:rosterver'/></stream:features>",
+    "<iq xmlns='jabber:client' id='bind-1' type='result'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>user@localhost/chatlink-0123456789ab</jid></bind></iq>",
+    "<enabled xmlns='urn:xmpp:sm:3' max='600' id='cvKcPm3stSFO' resume='true'/>",
+    "<presence from='lobby@conference.localhost/chatlink' xmlns='jabber:client' id='join-1' xml:lang='en' to='user@localhost/chatlink-0123456789ab'><occupant-id xmlns='urn:xmpp:occupant-id:0' id='7nqseSPpKxgQ5Yu368U0eYQEtrKDmBqN8/XsTrl1Df4='/><x xmlns='http://jabber.org/protocol/muc#user'><status code='201'/><item role='moderator' jid='user@localhost/chatlink-0123456789ab' affiliation='owner'/><status code='110'/></x></presence>",
+    "<message xmlns='jabber:client' type='groupchat' from='lobby@conference.localhost' to='user@localhost/chatlink-0123456789ab'><subject/></message>",
+    "<r xmlns='urn:xmpp:sm:3'/>",
+    "<message from='lobby@conference.localhost/chatlink' type='groupchat' xmlns='jabber:client' id='m-1' xml:lang='en' to='user@localhost/chatlink-0123456789ab'><body>héllo &amp; &lt;welcome&gt; 👋</body><origin-id id='m-1' xmlns='urn:xmpp:sid:0'/><occupant-id xmlns='urn:xmpp:occupant-id:0' id='7nqseSPpKxgQ5Yu368U0eYQEtrKDmBqN8/XsTrl1Df4='/><stanza-id by='lobby@conference.localhost' xmlns='urn:xmpp:sid:0' id='BAOTSyQMpYRATLro7L-dRQA4'/></message>",
+    "<a xmlns='urn:xmpp:sm:3' h='2'/>",
+    "<message from='nosuchroom@conference.localhost' type='error' xmlns='jabber:client' id='m-2' to='user@localhost/chatlink-0123456789ab'><error type='cancel' by='conference.localhost'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></message>",
+    "<a xmlns='urn:xmpp:sm:3' h='3'/>",
+    "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+]
+X_CAPTURED_SCRAM = [
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='3de34282-5ca6-4d25-a376-800d57349ca8'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+    "<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>cj1meWtvK2QybGJiRmdPTlJ2OXFreGRhd0xhNzUyOTQ3Ny1mMzdhLTQ4ODUtOTc2YS05OTlhMDYxN2RjY2Qscz1NekV4TmpBeU5URXRaR0kxTVMwMFpXSTVMV0kyT1RBdE9EWTROVGhoTTJObFptTmwsaT0xMDAwMA==</challenge>",
+    "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>dj1BbWt1bmZ4cHUvMS9na0lHeWVPR3dSQTZabWs9</success>",
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' version='1.0' from='localhost' xml:lang='en' id='dacc6345-59d7-423b-8121-f11f3447fbcc'/>",
+    "<stream:features xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session><sub xmlns='urn:xmpp:features:pre-approval'/><c hash='sha-1' node='http://prosody.im' ver='RCsTrxK3Do+ACD6FaemxkXdEIlM=' xmlns='http://jabber.org/protocol/caps'/><ver xmlns='urn:xmpp:features:rosterver'/></stream:features>",
+    "<iq xmlns='jabber:client' id='bind-1' type='result'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>user@localhost/chatlink-0123456789ab</jid></bind></iq>",
+    "<enabled xmlns='urn:xmpp:sm:3' max='600' id='cq5TVSgzzDEC' resume='true'/>",
+    "<a xmlns='urn:xmpp:sm:3' h='0'/>",
+    "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+    "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/><text>Unable to authorize you with the authentication credentials you&apos;ve sent.</text></failure>",
+]
+
+
+def xmpp_seeds_all() -> None:
+    x_seed("prosody-session", 0, X_OPEN, X_FEATURES, x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="),
+           X_OPEN, X_BOUND, X_BIND_RESULT, X_ENABLED, X_PRESENCE_110, X_GROUPCHAT,
+           "<r xmlns='urn:xmpp:sm:3'/>", "<a xmlns='urn:xmpp:sm:3' h='42'/>", X_ERROR, X_MAM, X_FIN,
+           X_STREAM_ERROR, X_CLOSE, chunks=2)
+    x_seed("prosody-captured", 0, *X_CAPTURED_PLAIN, chunks=2)
+    x_seed("prosody-captured-scram", X_NEGOTIATION, *X_CAPTURED_SCRAM, chunks=3)
+    x_seed("prosody-session-bytes", 0, X_OPEN, X_GROUPCHAT, X_PRESENCE_110, X_CLOSE, chunks=1)
+    x_seed("negotiation", X_NEGOTIATION, X_OPEN, X_FEATURES, x_sasl("challenge", X_RFC5802_FIRST),
+           x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN, X_BOUND, X_BIND_RESULT, X_ENABLED,
+           chunks=2)
+    x_seed("negotiation-resume", X_NEGOTIATION | X_RESUME, X_OPEN, X_FEATURES,
+           x_sasl("challenge", X_RFC5802_FIRST), x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN,
+           X_BOUND, "<failed xmlns='urn:xmpp:sm:3' h='3'><item-not-found "
+           "xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>", X_BIND_RESULT, X_ENABLED)
+    x_seed("negotiation-resumed", X_NEGOTIATION | X_RESUME, X_OPEN, X_FEATURES,
+           x_sasl("challenge", X_RFC5802_FIRST), x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), X_OPEN,
+           X_BOUND, "<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='5'/>", X_GROUPCHAT)
+    x_seed("negotiation-refused", X_NEGOTIATION, X_OPEN, X_FEATURES,
+           "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>", X_OPEN)
+    x_seed("see-other-uri", 0, f"<close xmlns='{X_FRAMING}' see-other-uri='wss://other.example/xmpp'/>")
+    x_seed("sasl-scram-sha1", X_SASL, x_sasl("challenge", X_RFC5802_FIRST),
+           x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), chunks=3)
+    x_seed("sasl-scram-sha256", X_SASL | X_SHA256, x_sasl("challenge", X_RFC7677_FIRST),
+           x_sasl("challenge", "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="),
+           "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+    x_seed("sasl-scram-bad", X_SASL, x_sasl("challenge", "m=x,r=fyko+d2lbbFgONRv9qkxdawLx,s=QSXC,i=0"),
+           x_sasl("challenge", "e=invalid-proof"))
+    x_seed("sasl-plain", X_SASL | X_PLAIN, "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>=</success>")
+    x_seed("sasl-failure", X_SASL, "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/>"
+           "<text xml:lang='en'>Unable to authorize you with the authentication credentials you've sent."
+           "</text></failure>")
+    x_seed("doctype", 0, "<!DOCTYPE message SYSTEM 'http://evil/x.dtd'><message/>", X_GROUPCHAT)
+    lol = "<?xml version='1.0'?><!DOCTYPE lolz [<!ENTITY lol0 'lol'>"
+    for level in range(1, 10):
+        lol += f"<!ENTITY lol{level} '" + f"&lol{level - 1};" * 10 + "'>"
+    x_seed("billion-laughs", 0, lol + "]><lolz>&lol9;</lolz>", X_GROUPCHAT)
+    x_seed("quadratic-blowup", 0, "<!DOCTYPE b [<!ENTITY a '" + "x" * 8000 + "'>]><b>" + "&a;" * 8000 + "</b>")
+    x_seed("pi-comment", 0, "<a><?evil data?></a>", "<a><!-- hi --></a>", "<?xml version='1.0'?><a/>",
+           "<?xml-stylesheet href='x'?><a/>", b"\xef\xbb\xbf<?xml version='1.0' encoding='UTF-8'?><a>x</a>")
+    x_seed("cdata-entities", 0, "<b><![CDATA[<!DOCTYPE x> <?pi?> <!-- c -->]]>&amp;&#x1F44B;&#10;</b>",
+           "<b a='&apos;&quot;&#9;'>&lol;</b>", "<b>&#0;</b>", "<p:a xmlns:p='urn:p' p:x='1'/>")
+    x_seed("deep", X_DEPTH_4, "<a><b><c><d/></c></b></a>", "<a><b><c><d><e/></d></c></b></a>", "<a>" * 40)
+    x_seed("many", X_ELEMENTS_8, "<a>" + "<b/>" * 7 + "</a>", "<a>" + "<b/>" * 8 + "</a>")
+    x_seed("oversize", X_LIMIT_256, "<a>" + "x" * 249 + "</a>", "<a>" + "x" * 250 + "</a>", chunks=3)
+    x_seed("malformed", 0, "", "<a>", "<a></b>", "<a/><b/>", "text", "<a x='1' x='2'/>", "<p:a/>",
+           b"<a>\xff</a>", "<a>\x01</a>", "<a xmlns:p=''/>")
+    x_seed("long-namespace", 0, "<a xmlns='urn:" + "n" * 4000 + "'>" + "<b/>" * 200 + "</a>")
+
 
 def main() -> int:
     raw_seeds()
@@ -1160,6 +1311,8 @@ def main() -> int:
     write_corpus(FUZZ / "corpus" / "metrics", metrics_seeds)
     dedupe_seeds_all()
     write_corpus(FUZZ / "corpus" / "dedupe", dedupe_seeds)
+    xmpp_seeds_all()
+    write_corpus(FUZZ / "corpus" / "xmpp", xmpp_seeds)
     return 0
 
 

@@ -1,0 +1,193 @@
+"""prosody.py: a private Prosody (XMPP over WebSocket, RFC 7395) for ChatLink's XMPP tests.
+
+Debian's `prosody` package (0.12: mod_websocket, mod_smacks, mod_mam, mod_muc and muc_mam are
+built in), installed with a policy-rc.d that keeps the system service from starting, and never
+the system service: each instance gets its own config, data, pid and log files in a folder of
+its own, listens on 127.0.0.1 only, on ports picked free at start, runs as user `prosody` (it
+refuses root) and is ended by PID. See ../shared/notes/test-servers.md.
+
+    from prosody import Prosody
+
+    p = Prosody.start(tmpdir)            # ~1 s
+    p.register("user", "pencil")         # prosodyctl register, before or after the start
+    p.ws_url                             # ws://127.0.0.1:PORT/xmpp-websocket (subprotocol xmpp)
+    p.domain, p.muc                      # "localhost", "conference.localhost"
+    p.stop()
+
+Run as a script, it starts one, signs in over WebSocket with a small client and prints what
+each side sent as JSON: how Tests/XMPPTests/ProsodyTranscripts.swift was captured.
+
+    .venv/bin/python Tests/Fixtures/prosody.py [PLAIN|SCRAM]
+"""
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONFIG = """\
+pidfile = "{dir}/prosody.pid"
+data_path = "{dir}/data"
+log = {{ info = "{dir}/prosody.log" }}
+daemonize = false
+interfaces = {{ "127.0.0.1" }}
+c2s_ports = {{ {c2s} }}
+http_ports = {{ {http} }}
+http_interfaces = {{ "127.0.0.1" }}
+https_ports = {{}}
+modules_enabled = {{ "roster"; "saslauth"; "disco"; "ping"; "websocket"; "smacks"; "mam" }}
+modules_disabled = {{ "s2s" }}
+-- Loopback ws:// counts as secure, so PLAIN and SCRAM-SHA-1 are offered (never SCRAM-SHA-256).
+consider_websocket_secure = true
+c2s_require_encryption = false
+authentication = "internal_hashed"
+storage = "internal"
+VirtualHost "{domain}"
+Component "{muc}" "muc"
+  modules_enabled = {{ "muc_mam" }}
+  muc_room_locking = false
+  muc_room_default_persistent = true
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prosody:
+    domain = "localhost"
+    muc = "conference.localhost"
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.config = directory / "prosody.cfg.lua"
+        self.http_port = _free_port()
+        self.c2s_port = _free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.http_port}/xmpp-websocket"
+
+    @classmethod
+    def start(cls, directory: str | Path) -> "Prosody":
+        p = cls(Path(directory))
+        (p.dir / "data").mkdir(parents=True, exist_ok=True)
+        p.config.write_text(CONFIG.format(dir=p.dir, c2s=p.c2s_port, http=p.http_port,
+                                          domain=cls.domain, muc=cls.muc))
+        user = pwd.getpwnam("prosody")
+        for path in [p.dir, *p.dir.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid)
+        p.process = subprocess.Popen(
+            ["runuser", "-u", "prosody", "--", "prosody", "--config", str(p.config), "-F"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", p.http_port), timeout=0.2).close()
+                return p
+            except OSError:
+                time.sleep(0.1)
+        p.stop()
+        raise RuntimeError(f"prosody did not listen on {p.http_port}; see {p.dir}/prosody.log")
+
+    def register(self, user: str, password: str) -> None:
+        subprocess.run(["runuser", "-u", "prosody", "--", "prosodyctl", "--config",
+                        str(self.config), "register", user, self.domain, password],
+                       check=True, capture_output=True)
+
+    def stop(self) -> None:
+        """Ends the server by its PID (the pid file's: runuser forks it)."""
+        pid_file = self.dir / "prosody.pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            except (ValueError, ProcessLookupError):
+                pass
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.process = None
+
+
+async def capture(url: str, mechanism: str, password: str = "pencil") -> list:
+    """Signs in as user@localhost, binds, enables stream management, closes: what was sent."""
+    import websockets
+    framing, sasl = "urn:ietf:params:xml:ns:xmpp-framing", "urn:ietf:params:xml:ns:xmpp-sasl"
+    nonce = "fyko+d2lbbFgONRv9qkxdawL"
+    log: list = []
+    async with websockets.connect(url, subprotocols=["xmpp"]) as ws:
+        async def send(text: str) -> None:
+            log.append(("C", text))
+            await ws.send(text)
+
+        async def recv() -> str:
+            text = await asyncio.wait_for(ws.recv(), 5)
+            log.append(("S", text))
+            return text
+
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
+        await send(f"<open xmlns='{framing}' to='localhost' version='1.0'/>")
+        await recv()
+        await recv()
+        if mechanism == "PLAIN":
+            await send(f"<auth xmlns='{sasl}' mechanism='PLAIN'>"
+                       f"{b64(bytes([0]) + b'user' + bytes([0]) + password.encode())}</auth>")
+        else:
+            bare = f"n=user,r={nonce}"
+            await send(f"<auth xmlns='{sasl}' mechanism='SCRAM-SHA-1'>{b64(('n,,' + bare).encode())}</auth>")
+            first = base64.b64decode((await recv()).split(">")[1].split("<")[0]).decode()
+            fields = dict(part.split("=", 1) for part in first.split(","))
+            salted = hashlib.pbkdf2_hmac("sha1", password.encode(), base64.b64decode(fields["s"]),
+                                         int(fields["i"]))
+            client_key = hmac.new(salted, b"Client Key", "sha1").digest()
+            without_proof = f"c=biws,r={fields['r']}"
+            signature = hmac.new(hashlib.sha1(client_key).digest(),
+                                 f"{bare},{first},{without_proof}".encode(), "sha1").digest()
+            proof = bytes(a ^ b for a, b in zip(client_key, signature))
+            await send(f"<response xmlns='{sasl}'>{b64(f'{without_proof},p={b64(proof)}'.encode())}</response>")
+        if "<failure" in await recv():
+            return log
+        await send(f"<open xmlns='{framing}' to='localhost' version='1.0'/>")
+        await recv()
+        await recv()
+        await send("<iq xmlns='jabber:client' type='set' id='bind-1'><bind xmlns='urn:ietf:params:"
+                   "xml:ns:xmpp-bind'><resource>chatlink-0123456789ab</resource></bind></iq>")
+        await recv()
+        await send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>")
+        await recv()
+        await send(f"<close xmlns='{framing}'/>")
+        try:
+            while True:
+                await recv()
+        except Exception:
+            pass
+    return log
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(prefix="chatlink-prosody-") as tmp:
+        os.chmod(tmp, 0o755)
+        server = Prosody.start(tmp)
+        try:
+            server.register("user", "pencil")
+            transcript = asyncio.run(capture(server.ws_url, sys.argv[1] if len(sys.argv) > 1 else "SCRAM"))
+            json.dump(transcript, sys.stdout, indent=1, ensure_ascii=False)
+            print()
+        finally:
+            server.stop()
