@@ -49,18 +49,32 @@ public enum DialectSettings: Sendable, Hashable {
     case .raw:
       return "what arrives while connected; duplicates kept"
     case .mqtt(let settings):
-      switch settings.qos {
-      case 0: return "at most once: QoS 0"
-      case 2: return "exactly once: QoS 2, where the broker grants it"
-      default:
-        return "at least once: QoS \(settings.qos), acknowledged once durable; a redelivery is "
-          + "stored again"
-      }
+      return Self.mqttPromise(settings, dedupes: dedupes)
     case .stomp(let settings):
       return settings.idHeader.isEmpty || !dedupes
         ? "at least once: ACK once durable; a redelivery is stored again"
         : "exactly once within the dedupe window: ACK once durable, duplicates dropped by "
           + settings.idHeader
+    }
+  }
+
+  private static func mqttPromise(_ settings: MQTTProtocol.Settings, dedupes: Bool) -> String {
+    let ids = !settings.idProperty.isEmpty && dedupes
+    let byID =
+      settings.idProperty == MQTTProtocol.correlationDataID
+      ? "duplicates dropped by correlation data"
+      : "duplicates dropped by user property " + settings.idProperty
+    switch (settings.qos, ids) {
+    case (0, false): return "at most once: QoS 0"
+    case (0, true): return "at most once: QoS 0; " + byID
+    case (2, false): return "exactly once: QoS 2, where the broker grants it"
+    case (2, true): return "exactly once: QoS 2, where the broker grants it; " + byID
+    case (_, false):
+      return "at least once: QoS \(settings.qos), acknowledged once durable; a redelivery is "
+        + "stored again"
+    case (_, true):
+      return "exactly once within the dedupe window: QoS \(settings.qos), acknowledged once "
+        + "durable; " + byID
     }
   }
 

@@ -12,7 +12,9 @@ import WebSocket
 ///
 /// An acknowledgement may also answer a record stored before (a redelivery the backend marked
 /// as such, of a message already stored): it then waits for that record's seq, in its place
-/// in the order.
+/// in the order. So does one whose message the store dropped as a duplicate by id: its seq is
+/// the last one stored, which may be durable already, and then no later fsync need come to
+/// let it go (`durableThrough`).
 public struct DurableAcknowledgements: Sendable {
   /// The seq of an acknowledgement whose record is still to be appended: never durable.
   private static let unassignedSeq = UInt64.max
@@ -22,6 +24,8 @@ public struct DurableAcknowledgements: Sendable {
   private var unassigned = 0
   /// How many `stored` reports still to come belong to a connection that has ended.
   private var voided = 0
+  /// Every record through this seq is known durable.
+  public private(set) var durableThrough: UInt64 = 0
 
   /// None waiting.
   public init() {}
@@ -57,6 +61,7 @@ public struct DurableAcknowledgements: Sendable {
   /// The frames whose records are durable now that everything through `seq` is, oldest
   /// first.
   public mutating func release(through seq: UInt64) -> [Message] {
+    durableThrough = max(durableThrough, seq)
     guard let first = waiting.elements.first, first.seq <= seq else { return [] }
     return waiting.takeFirst(while: { $0.seq <= seq }).map(\.frame)
   }

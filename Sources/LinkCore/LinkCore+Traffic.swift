@@ -51,9 +51,20 @@ extension LinkCore {
   /// records were stored, on the connection that read them.
   mutating func durable(through seq: UInt64, _ actions: inout [LinkAction]) {
     if tracksReceipts { receiptsDurable(through: seq, &actions) }
-    guard !acknowledgements.isEmpty else { return }
+    let wasEmpty = acknowledgements.isEmpty
     for frame in acknowledgements.release(through: seq) { actions.append(.send(frame)) }
-    if acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
+    if !wasEmpty && acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
+  }
+
+  /// The store appended a record whose acknowledgement waits: the store reports a duplicate
+  /// it dropped as the last seq it stored, which may be durable already, and then nothing
+  /// else would let the acknowledgement go (no fsync follows when nothing new is written).
+  mutating func stored(seq: UInt64, _ actions: inout [LinkAction]) {
+    acknowledgements.stored(seq: seq)
+    if tracksReceipts { receipts.stored(seq: seq) }
+    if seq <= acknowledgements.durableThrough {
+      durable(through: acknowledgements.durableThrough, &actions)
+    }
   }
 
   /// A control frame's further records, replies and heartbeat answer.

@@ -106,9 +106,7 @@ public struct LinkCore {
     case .ended(let outcome): ended(outcome, now: now, &actions)
     case .timerFired(let timer): fired(timer, now: now, &actions)
     case .storeBehind(let behind): storeBehind(behind, &actions)
-    case .stored(let seq):
-      acknowledgements.stored(seq: seq)
-      if tracksReceipts { receipts.stored(seq: seq) }
+    case .stored(let seq): stored(seq: seq, &actions)
     case .durable(let seq): durable(through: seq, &actions)
     case .positions(let positions): joinAwaited(positions, &actions)
     case .journalDurable(let entry): journalDurable(through: entry, &actions)

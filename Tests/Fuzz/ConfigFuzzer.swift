@@ -322,7 +322,8 @@ let settingKeys: [(section: String, key: String)] =
     ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
     ("MQTT", "Version"), ("MQTT", "ClientID"), ("MQTT", "CleanStart"),
     ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
-    ("MQTT", "TopicPrefix"), ("STOMP", "VirtualHost"), ("STOMP", "Username"),
+    ("MQTT", "TopicPrefix"), ("MQTT", "IDProperty"), ("STOMP", "VirtualHost"),
+    ("STOMP", "Username"),
     ("STOMP", "HeartBeatMSec"), ("STOMP", "IDHeader"),
   ] + (envelopeFields.keys.sorted() + optionalEnvelopeFields.keys.sorted()).map { ("Envelope", $0) }
 
@@ -365,9 +366,13 @@ func referenceDialect(_ a: RefAssignment, to c: inout Configuration) -> Applied 
   case ("MQTT", "KeepAliveSec"):
     return set(refInteger(v, 1...65535)) { c.mqttKeepAlive = .seconds($0) }
   case ("MQTT", "Username"): c.mqttUsername = v.isEmpty ? nil : v
-  case ("MQTT", "QoS"): return set(refInteger(v, 0...1)) { c.mqttQoS = UInt8($0) }
+  case ("MQTT", "QoS"): return set(refInteger(v, 0...2)) { c.mqttQoS = UInt8($0) }
   case ("MQTT", "TopicPrefix"):
     return set(scalars.contains { $0 == "+" || $0 == "#" } ? nil : v) { c.mqttTopicPrefix = $0 }
+  case ("MQTT", "IDProperty"):
+    guard v.utf8.count <= 65535, !scalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+    else { return .invalid }
+    c.mqttIDProperty = v
   case ("STOMP", "VirtualHost"):
     guard !scalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return .invalid }
     c.stompVirtualHost = v.isEmpty ? "/" : v
@@ -551,6 +556,10 @@ func referenceLoad(_ sources: [Source]) -> Result<Configuration, RefError> {
   if c.chatProtocol == .raw && !c.rooms.isEmpty {
     return .failure(RefError(file: main, line: 0, key: "[Backend] Rooms"))
   }
+  // MQTT 3.1.1 has no properties to read an id from.
+  if c.mqttVersion == .v311 && !c.mqttIDProperty.isEmpty {
+    return .failure(RefError(file: main, line: 0, key: "[MQTT] IDProperty"))
+  }
   return .success(c)
 }
 
@@ -637,7 +646,8 @@ func checkLoad(_ sources: [Source]) -> Configuration? {
     if error.line == 0 {
       require(index == 0, "a whole-configuration error names a drop-in: \(error)")
       require(
-        ["[Backend] URL", "[Backend] ReconnectMinSec", "[Backend] Rooms"].contains(error.key ?? ""),
+        ["[Backend] URL", "[Backend] ReconnectMinSec", "[Backend] Rooms", "[MQTT] IDProperty"]
+          .contains(error.key ?? ""),
         "line 0 for \(error)")
       require(firstParseFailure == nil, "validation error \(error) though a file does not parse")
     }
@@ -703,6 +713,7 @@ func checkInvariants(_ c: Configuration, _ sources: [Source]) {
   require(c.socketMode <= 0o7777, "SocketMode \(c.socketMode)")
   require(logLevels.contains(c.logLevel), "LogLevel \(c.logLevel)")
   require(!(c.chatProtocol == .raw && !c.rooms.isEmpty), "raw protocol with rooms")
+  require(!(c.mqttVersion == .v311 && !c.mqttIDProperty.isEmpty), "IDProperty under 3.1.1")
   require(Set(c.rooms).count == c.rooms.count, "duplicate rooms \(c.rooms)")
   // Separators are Characters: a space followed by a combining mark is one Character, not a
   // separator (the same grapheme rule as CR LF, but harmless: nobody types that by accident).

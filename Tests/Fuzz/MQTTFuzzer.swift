@@ -18,6 +18,10 @@
 //  - every decoded packet encodes and decodes back to itself (CONNECT with its own level);
 //  - the dialect never loses a message: every PUBLISH in the frames is a record (until the
 //    stream breaks), with its topic as the room and a meta object that is JSON;
+//  - under MQTT 5 the dialect reads ids ([MQTT] IDProperty=: the user property "id", or with
+//    bit 4 of the first byte the Correlation Data): a record's id is UTF-8 (the store writes
+//    it as a JSON string) of 1 to 2048 bytes, and a user property's is the value of the first
+//    "id" pair its meta lists;
 //  - an acknowledgement is the PUBACK (QoS 1) or PUBREC (QoS 2) of the message's packet id;
 //  - delivered and failed counts are counts of messages sent, each settled at most once;
 //  - at QoS 2: a two-step record's meta says qos 2 and its packet id (what the start-up
@@ -44,8 +48,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   }
   let stream = frames.flatMap(\.bytes)
   checkSplits(stream, version: version, seed: UInt64(input[0] >> 4) & 7)
+  let idProperty =
+    version == .v311 ? "" : input[0] & 0x10 != 0 ? MQTTProtocol.correlationDataID : "id"
   var session = BrokerSession(
-    version: version, sends: Int(input[0] >> 1) & 7, qos: input[0] & 0x80 != 0 ? 2 : 1)
+    version: version, sends: Int(input[0] >> 1) & 7, qos: input[0] & 0x80 != 0 ? 2 : 1,
+    idProperty: idProperty)
   for frame in frames {
     guard session.read(frame.text ? .text(frame.bytes) : .binary(frame.bytes)) else { break }
   }
@@ -101,12 +108,16 @@ struct BrokerSession {
   var sent: Set<UInt64> = []
   var settled: Set<UInt64> = []
   let version: MQTTVersion
+  /// `[MQTT] IDProperty=`.
+  let idProperty: String
 
-  init(version: MQTTVersion, sends: Int, qos: UInt8) {
+  init(version: MQTTVersion, sends: Int, qos: UInt8, idProperty: String) {
     self.version = version
+    self.idProperty = idProperty
     var settings = MQTTProtocol.Settings()
     settings.version = version
     settings.qos = qos
+    settings.idProperty = idProperty
     adapter = MQTTProtocol(settings)
     _ = adapter.open(
       ClientHandshake.Result(
@@ -137,6 +148,27 @@ struct BrokerSession {
     return out
   }
 
+  /// A record's id: text the store can write, and under a user property the first such pair
+  /// its meta lists.
+  func checkID(_ record: InboundMessage) {
+    guard case .bytes(let id)? = record.id else {
+      require(record.id == nil, "an id that is not bytes of its own")
+      return
+    }
+    require(!idProperty.isEmpty, "an id without IDProperty=")
+    require(
+      (1...2 * MQTTProtocol.maximumIDLength).contains(id.count) && UTF8Validator.isValid(id),
+      "an id that is empty, too long or not UTF-8")
+    guard idProperty != MQTTProtocol.correlationDataID else { return }
+    let meta = record.meta.flatMap { try? JSONValue.parse($0) }
+    let pair = meta?["user_properties"]?.arrayValue?.first {
+      $0.arrayValue?.first?.stringValue == idProperty
+    }
+    require(
+      pair?.arrayValue?.last?.stringValue == String(decoding: id, as: UTF8.self),
+      "an id that is not the first value of its user property")
+  }
+
   /// Reads one frame; false once the stream is broken (nothing after it counts).
   mutating func read(_ message: Message) -> Bool {
     var expected = MQTTDecoder(version: version, maximumPacketSize: 1 << 24)
@@ -148,6 +180,7 @@ struct BrokerSession {
       require(
         record.meta.map { bytes in (try? JSONValue.parse(bytes))?.objectValue != nil } ?? false,
         "a record whose meta is not a JSON object")
+      checkID(record)
       if let ack {
         expected.append(ack.bytes)
         switch try? expected.next() {

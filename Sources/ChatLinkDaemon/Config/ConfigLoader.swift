@@ -79,6 +79,11 @@ public enum ConfigLoader {
         "[Backend] Rooms",
         "needs Protocol=envelope, socketio, mqtt or stomp: raw mode has no rooms to join")
     }
+    if c.mqttVersion == .v311 && !c.mqttIDProperty.isEmpty {
+      throw fail(
+        "[MQTT] IDProperty",
+        "needs Version=5: MQTT 3.1.1 has no properties to carry an id (leave IDProperty= empty)")
+    }
   }
 
   /// A value error, turned into a `ConfigError` with the place by `apply`.
@@ -251,75 +256,8 @@ public enum ConfigLoader {
         c.socketIOAuth = value
       },
     ],
-    "MQTT": [
-      "Version": { (c, v) throws(ValueError) in
-        switch v {
-        case "5", "5.0": c.mqttVersion = .v5
-        case "3.1.1", "311", "4": c.mqttVersion = .v311
-        default: throw ValueError(message: "'\(v)' is not 5 or 3.1.1")
-        }
-      },
-      "ClientID": { (c, v) throws(ValueError) in
-        guard v.utf8.count <= 65535, !v.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-          throw ValueError(message: "is not a client id (printable, at most 65535 bytes)")
-        }
-        c.mqttClientID = v.isEmpty ? nil : v
-      },
-      "CleanStart": { (c, v) throws(ValueError) in
-        guard let value = ConfigValues.boolean(v) else {
-          throw ValueError(message: "'\(v)' is not yes or no")
-        }
-        c.mqttCleanStart = value
-      },
-      "SessionExpirySec": { (c, v) throws(ValueError) in
-        guard let value = Int(v), (0...4_294_967_295).contains(value) else {
-          throw ValueError(message: "'\(v)' is not a number of seconds (0 to 4294967295)")
-        }
-        c.mqttSessionExpiry = .seconds(value)
-      },
-      "KeepAliveSec": { (c, v) throws(ValueError) in
-        guard let value = Int(v), (1...65535).contains(value) else {
-          throw ValueError(message: "'\(v)' is not a number of seconds from 1 to 65535")
-        }
-        c.mqttKeepAlive = .seconds(value)
-      },
-      "Username": { (c, v) throws(ValueError) in c.mqttUsername = v.isEmpty ? nil : v },
-      "QoS": { (c, v) throws(ValueError) in
-        guard let value = Int(v), (0...2).contains(value) else {
-          throw ValueError(message: "'\(v)' is not 0, 1 or 2")
-        }
-        c.mqttQoS = UInt8(value)
-      },
-      "TopicPrefix": { (c, v) throws(ValueError) in
-        guard !v.contains(where: { $0 == "+" || $0 == "#" }) else {
-          throw ValueError(message: "'\(v)' has wildcards; a topic prefix cannot")
-        }
-        c.mqttTopicPrefix = v
-      },
-    ],
-    "STOMP": [
-      "VirtualHost": { (c, v) throws(ValueError) in
-        guard !v.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-          throw ValueError(message: "is not a virtual host name (no control characters)")
-        }
-        c.stompVirtualHost = v.isEmpty ? "/" : v
-      },
-      "Username": { (c, v) throws(ValueError) in c.stompUsername = v.isEmpty ? nil : v },
-      "IDHeader": { (c, v) throws(ValueError) in
-        guard
-          !v.unicodeScalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F })
-        else {
-          throw ValueError(message: "'\(v)' is not a header name (no spaces, colons or controls)")
-        }
-        c.stompIDHeader = v
-      },
-      "HeartBeatMSec": { (c, v) throws(ValueError) in
-        guard let value = Int(v), value == 0 || (100...3_600_000).contains(value) else {
-          throw ValueError(message: "'\(v)' is not 0 (no heart-beats) or 100 to 3600000 ms")
-        }
-        c.stompHeartBeat = .milliseconds(value)
-      },
-    ],
+    "MQTT": mqttSchema,
+    "STOMP": stompSchema,
     "Store": [
       "Directory": { (c, v) throws(ValueError) in
         guard v.hasPrefix("/") else { throw ValueError(message: "'\(v)' is not an absolute path") }

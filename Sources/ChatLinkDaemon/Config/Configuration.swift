@@ -91,6 +91,9 @@ public struct Configuration: Sendable, Hashable {
   public var mqttQoS: UInt8 = 1
   /// Put before a room's name to make the topic a send goes to.
   public var mqttTopicPrefix = ""
+  /// The MQTT 5 user property holding a stable id set by publishers, or "correlation-data"
+  /// for the Correlation Data ([MQTT] IDProperty=); empty: none.
+  public var mqttIDProperty = ""
 
   // [STOMP]
   /// The `host` header of CONNECT: the broker's virtual host.
@@ -171,7 +174,7 @@ public struct Configuration: Sendable, Hashable {
       "\(pongTimeout)", "\(connectTimeout)", "\(reconnectMin)", "\(reconnectMax)", "\(compression)",
       "\(maxMessageSize)", "\(envelope)", socketIONamespace, socketIOAuth.description,
       "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
-      "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix,
+      "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix, mqttIDProperty,
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)", stompIDHeader,
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,

@@ -137,7 +137,12 @@ public final class BackendLink: WebSocketClientDelegate {
   // MARK: Commands
 
   /// Connects for the first time.
-  public func start() { feed(.start) }
+  public func start() {
+    // What the store holds from before is durable, and a duplicate of it is acknowledged on
+    // that alone: no fsync, and so no durable report, follows a record the store drops.
+    feed(.durable(through: store.durableSeq))
+    feed(.start)
+  }
 
   /// Why the dialect could never send a message to `room` (an MQTT topic filter with
   /// wildcards, say), so a send is refused before it is queued; nil when it could.

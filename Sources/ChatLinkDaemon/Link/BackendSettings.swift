@@ -82,6 +82,7 @@ public struct BackendSettings: Sendable {
     dialect.qos = c.mqttQoS
     dialect.topicPrefix = c.mqttTopicPrefix
     dialect.maximumPacketSize = c.maxMessageSize
+    dialect.idProperty = c.mqttIDProperty
     return dialect
   }
 

@@ -98,6 +98,12 @@ extension MQTTProtocol {
   /// An inbound message: its record, acknowledged (QoS 1 and 2) once durable.
   private func received(_ message: MQTTPublish, into reading: inout ProtocolReading) {
     var record = Self.record(message, twoStep: keepsReceipts)
+    // Looked for only when configured: a message costs nothing more without it.
+    if !settings.idProperty.isEmpty,
+      let id = Self.messageID(message.properties, named: settings.idProperty)
+    {
+      record.id = .bytes(id)
+    }
     if keepsReceipts, message.qos == 2, let id = message.packetID {
       record.twoStep = TwoStepDelivery(id: id, redelivered: message.duplicate)
     }

@@ -18,6 +18,8 @@ import WebSocket
 ///   the PUBREC waits likewise, the packet id is remembered until the broker's PUBREL (the
 ///   core's `InboundReceipts`), and a redelivery of a remembered id is answered without a
 ///   second record.
+/// - With `idProperty` set (MQTT 5), a message's id is the value of that user property or its
+///   Correlation Data, and the store drops a message whose id its room has already.
 /// - Keepalive: PINGREQ every KeepAliveSec=, PINGRESP expected.
 public struct MQTTProtocol: BackendProtocol {
   /// What `MQTTProtocol` is configured with ([MQTT] in chatlinkd.conf).
@@ -42,6 +44,10 @@ public struct MQTTProtocol: BackendProtocol {
     public var topicPrefix = ""
     /// The largest packet accepted from the broker.
     public var maximumPacketSize = 16 << 20
+    /// Where an inbound message's id is (`[MQTT] IDProperty=`, MQTT 5 only): the name of a
+    /// user property, or `MQTTProtocol.correlationDataID` for the Correlation Data; empty:
+    /// messages have no id.
+    public var idProperty = ""
 
     /// Creates the defaults.
     public init() {}
