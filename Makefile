@@ -32,6 +32,8 @@ lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
 	python3 scripts/check-size.py
 	python3 scripts/check-imports.py
+	python3 scripts/check-unchecked.py --self-test
+	python3 scripts/check-unchecked.py
 	man/check.sh
 
 format:

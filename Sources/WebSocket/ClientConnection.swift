@@ -96,7 +96,7 @@ public final class ClientConnection {
   private let limits: Limits
   private var responseParser: HTTPResponseParser
   private var encoder: FrameEncoder
-  // Unchecked exclusivity (the session, pending events and `handshakeFailed`): read for every
+  // Unchecked exclusivity (the session, its unretained twin and the pending events): read for every
   // frame, by the one thread that drives the connection, never through overlapping accesses.
   @exclusivity(unchecked) private var session: FrameSession? {
     didSet { frameSession = session.map(Unmanaged.passUnretained) }
@@ -107,7 +107,7 @@ public final class ClientConnection {
   @exclusivity(unchecked) private var frameSession: Unmanaged<FrameSession>?
   private var request: [UInt8]
   @exclusivity(unchecked) private var pendingEvents: [Event] = []
-  @exclusivity(unchecked) private var handshakeFailed = false
+  private var handshakeFailed = false
 
   /// Creates a connection for `handshake`; `random` supplies the masking keys.
   public init(

@@ -48,7 +48,7 @@ public final class FrameSession {
     }
   }
 
-  // Unchecked exclusivity (here and on the decoder, the assembler and `inputBroken`): touched
+  // Unchecked exclusivity (here and on the decoder and the assembler): touched
   // for every frame; a session is driven by one thread, and no access overlaps another.
   /// The current state.
   @exclusivity(unchecked) public private(set) var state = State.open
@@ -62,7 +62,7 @@ public final class FrameSession {
   private var compressionThreshold = Int.max
   private var outbound: [UInt8] = []
   /// After a framing error the byte stream cannot be parsed any more.
-  @exclusivity(unchecked) private var inputBroken = false
+  private var inputBroken = false
   /// The close we sent, reported when the closing handshake completes.
   private var sentClose: (code: CloseCode, reason: String, initiator: CloseInfo.Initiator)?
   private var compressScratch: [UInt8] = []

@@ -8,9 +8,8 @@ public final class TrafficMeter {
   public internal(set) var bytesReceived = 0
   /// Bytes written to the transport (before TLS), the upgrade request included.
   public internal(set) var bytesSent = 0
-  // Unchecked exclusivity: counted for every message, on the connection's thread only.
   /// Data messages received (whole messages, after reassembly of fragments).
-  @exclusivity(unchecked) public internal(set) var messagesReceived = 0
+  public internal(set) var messagesReceived = 0
   /// Data messages sent.
   public internal(set) var messagesSent = 0
 

@@ -81,28 +81,26 @@ public final class WebSocketClient: ByteStreamDelegate {
     case idle, connecting, upgrading, open, closing, closed
   }
 
-  // Unchecked exclusivity (here, on `traffic`, `phase` and `connection`): read for every
-  // message, only on the loop's thread, never through overlapping accesses.
-  @exclusivity(unchecked) public weak var delegate: (any WebSocketClientDelegate)? {
+  public weak var delegate: (any WebSocketClientDelegate)? {
     didSet { delegateChanges &+= 1 }
   }
   /// How often `delegate` was set: a read holds the delegate once for all its messages (a weak
   /// reference costs atomic operations on every load) and takes it again after a change.
-  @exclusivity(unchecked) private var delegateChanges = 0
+  private var delegateChanges = 0
   /// Where this connection's traffic is counted, if anywhere.
-  @exclusivity(unchecked) public var traffic: TrafficMeter?
+  public var traffic: TrafficMeter?
   /// A message the delegate handed back (`recycle`), for the connection to reuse its memory.
-  @exclusivity(unchecked) var spentMessage: Message?
+  var spentMessage: Message?
   /// The configuration in use.
   public let configuration: Configuration
+  // Unchecked exclusivity: read for every message, only on the loop's thread, never through
+  // overlapping accesses.
   /// The current phase.
   @exclusivity(unchecked) public private(set) var phase = Phase.idle
   /// When the bytes being delivered were read (wall clock), once per read: the messages of one
-  /// read arrived together and share it. A getter of its own: another module reads a stored
-  /// property with the runtime's exclusivity check, which the storage's attribute does not lift.
+  /// read arrived together and share it.
   public var receivedAt: Timestamp { readTime }
-  // Unchecked exclusivity: set on the loop's thread only, once per read.
-  @exclusivity(unchecked) private var readTime = Timestamp(microseconds: 0)
+  private var readTime = Timestamp(microseconds: 0)
 
   private let loop: EventLoop
   private let resolver: Resolver
@@ -110,7 +108,7 @@ public final class WebSocketClient: ByteStreamDelegate {
   private var random: any RandomNumberGenerator
   private var connector: Connector?
   private var stream: SocketStream?
-  @exclusivity(unchecked) private(set) var connection: ClientConnection?
+  private(set) var connection: ClientConnection?
   private var deadlineTimer: Timer?
   private var flushScheduled = false
   private var pendingDisconnect: Disconnect?

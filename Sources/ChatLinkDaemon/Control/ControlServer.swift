@@ -20,9 +20,7 @@ public final class ControlServer {
 
   let loop: EventLoop
   private var listener: UnixListener?
-  // Unchecked exclusivity: read for every inbound record (whether anyone subscribed), only on
-  // the loop's thread, never through overlapping accesses.
-  @exclusivity(unchecked) private var connections: [ObjectIdentifier: ControlConnection] = [:]
+  private var connections: [ObjectIdentifier: ControlConnection] = [:]
   private let logger: Logger
   /// Dispatches calls; set before the loop runs.
   public var service: ControlService?

@@ -135,12 +135,8 @@ extension Daemon: ControlTarget {
     // fsynced. Under Sync=batch and none it goes out at once, before the fsync (the event's
     // seq against GetStatus's durable_seq tells whether it is durable yet).
     let waitForFsync = store.options.sync == .always
-    // Called for every inbound record while someone follows: unowned(unsafe) spares it the
-    // atomic reference count of a checked unowned reference. The daemon owns the link, which
-    // owns this closure and calls it only from its own methods, so the daemon outlives every
-    // call.
     let inbound: (InboundMessage, UInt64, Timestamp) -> Void = {
-      [unowned(unsafe) self] inbound, seq, time in
+      [unowned self] inbound, seq, time in
       guard let service = self.service else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
       let id = inbound.id.map { id in

@@ -56,14 +56,11 @@ public final class Daemon {
   private let syncer: BackgroundWorker
   /// Reads History off the loop (Daemon+Control.swift).
   var reader: BackgroundWorker?
-  // Unchecked exclusivity: touched for every inbound record, only on the loop's thread, and
-  // never through two overlapping accesses.
   /// Under Sync=always, Subscribe message events wait here for their fsync
   /// (Daemon+Control.swift).
-  @exclusivity(unchecked) var heldMessages = DurableEventGate<HeldMessage>()
+  var heldMessages = DurableEventGate<HeldMessage>()
   public private(set) var control: ControlServer?
-  // Unchecked exclusivity: read for every inbound record, only on the loop's thread.
-  @exclusivity(unchecked) public private(set) var service: ControlService?
+  public private(set) var service: ControlService?
   /// The HTTP metrics endpoint, when [Metrics] Listen= names one.
   public internal(set) var metricsServer: MetricsServer?
   private var tlsContext: TLSContext?

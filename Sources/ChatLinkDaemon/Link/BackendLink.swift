@@ -81,12 +81,11 @@ public final class BackendLink: WebSocketClientDelegate {
   }
   /// Which client is the link's: every frame's callback checks, and comparing identities
   /// spares loading (and reference counting) `client` itself.
-  @exclusivity(unchecked) private(set) var clientIdentity: ObjectIdentifier?
+  private(set) var clientIdentity: ObjectIdentifier?
   /// When the frame being handled was read (`WebSocketClient.receivedAt`): its records' time.
-  /// (Unchecked exclusivity: set and read for every frame, only on the loop's thread.)
-  @exclusivity(unchecked) var readTime = Timestamp(microseconds: 0)
+  var readTime = Timestamp(microseconds: 0)
   /// The payload of the inbound record just stored, for the client to reuse its memory.
-  @exclusivity(unchecked) var spentPayload: Message?
+  var spentPayload: Message?
   private var pingCompletions: [UInt64: (Result<Duration, PingError>) -> Void] = [:]
   private var nextPingID: UInt64 = 0
   private var stopCompletion: (() -> Void)?

@@ -56,7 +56,7 @@ struct OutboxLog {
       corruptLines += 1
       return
     }
-    let fields = Fields<Key>(line: line, ranges: scan.topLevel)
+    let fields = Fields<Key>(line: [UInt8](line), ranges: scan.topLevel)
     switch fields.string(.op) {
     case "add":
       guard let id = fields.string(.id), let text = fields.string(.text),
@@ -71,7 +71,7 @@ struct OutboxLog {
       maxCount = max(maxCount, count)
     case "batch":
       guard let batchScan = JSONScanner.scan(line, topLevel: Self.batchKeys),
-        let batch = Fields<BatchKey>(line: line, ranges: batchScan.topLevel).batch()
+        let batch = Fields<BatchKey>(line: [UInt8](line), ranges: batchScan.topLevel).batch()
       else {
         corruptLines += 1
         return
@@ -107,9 +107,9 @@ struct OutboxLog {
     }
   }
 
-  /// One line's values, by key.
+  /// One line's values, by key; it keeps a copy of the line (replaying is start-up work only).
   fileprivate struct Fields<Name: RawRepresentable<Int>> {
-    let line: UnsafeRawBufferPointer
+    let line: [UInt8]
     let ranges: JSONScanner.FieldRanges
 
     func string(_ key: Name) -> String? {
@@ -117,30 +117,29 @@ struct OutboxLog {
       else {
         return nil
       }
-      let content = UnsafeRawBufferPointer(
-        rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
-      return String(decoding: JSONString.unescape(content), as: UTF8.self)
+      let content = line[(range.lowerBound + 1)..<(range.upperBound - 1)]
+      return String(decoding: content.withUnsafeBytes { JSONString.unescape($0) }, as: UTF8.self)
     }
 
     func number(_ key: Name) -> UInt64? {
       guard let range = ranges[key.rawValue] else { return nil }
-      return UInt64(String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self))
+      return UInt64(String(decoding: line[range], as: UTF8.self))
     }
 
     /// An array of strings.
     func strings(_ key: Name) -> PackedStrings? {
-      guard let range = ranges[key.rawValue],
-        case .strings(let strings) = PackedStrings.readJSONArray(
-          UnsafeRawBufferPointer(rebasing: line[range]))
-      else { return nil }
+      guard let range = ranges[key.rawValue] else { return nil }
+      let array = line[range].withUnsafeBytes { PackedStrings.readJSONArray($0) }
+      guard case .strings(let strings) = array else { return nil }
       return strings
     }
 
     /// The room: nil for JSON null (raw mode) and for a value that is no room.
     func room(_ key: Name) -> RoomID? {
       ranges[key.rawValue].flatMap { range -> RoomID? in
-        let value = UnsafeRawBufferPointer(rebasing: line[range])
-        return value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
+        line[range].withUnsafeBytes { value in
+          value.first == UInt8(ascii: "n") ? nil : RoomID(json: value)
+        }
       }
     }
   }
