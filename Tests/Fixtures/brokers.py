@@ -53,18 +53,39 @@ class BrokerError(RuntimeError):
     """A broker did not start (or stop) as it should; the message has the end of its log."""
 
 
-def free_ports(n: int) -> list[int]:
-    """n distinct TCP ports free on 127.0.0.1 just now."""
-    socks = []
+def _ephemeral_range() -> tuple[int, int]:
     try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct TCP ports free on 127.0.0.1 just now, outside the kernel's ephemeral range.
+
+    A broker restarted by a test binds its ports again; a port from the ephemeral range may by
+    then be the source port of some client's connection (or its TIME_WAIT), and the restart
+    fails with EADDRINUSE. Ports below the range are never handed out as source ports."""
+    low, high = _ephemeral_range()
+    candidates = list(range(10_000, low)) if low > 11_000 else list(range(high + 1, 65_536))
+    ports: list[int] = []
+    rng = secrets.SystemRandom()
+    for _ in range(20 * n + 200):
+        if len(ports) == n:
+            break
+        port = rng.choice(candidates)
+        if port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+    if len(ports) < n:
+        raise BrokerError(f"no {n} free ports outside the ephemeral range")
+    return ports
 
 
 def listening(port: int, host: str = "127.0.0.1") -> bool:
