@@ -14,7 +14,8 @@ The daemon's RSS, anonymous memory, open fd count, threads and CPU time are samp
 of the soak, at most 60 s); peak and end follow. Flat is the verdict of `make soak`
 (Tests/soak/fit.py), a least-squares line through the second half: RSS grows at most 64 KiB/h
 per 1,000 inbound msg/s (3.2 KiB/h at this soak's 50 msg/s, so in practice: not beyond its
-noise) and anonymous memory not at all beyond its noise. End fd count at most start + 1,
+noise) and anonymous memory not at all beyond its noise; a soak under 10 minutes (the quick
+one) reports that fit without judging it. End fd count at most start + 1,
 peak at most start + 6 (a flap can be under way at either sample); threads at the end not
 above the start; CPU below 25 % of a core on average.
 """
@@ -279,9 +280,16 @@ def _run(sc: Scenario, backend: Backend) -> None:
     sc.figure("CPU", f"{cpu * 100:.2f} % of a core on average ({end['cpu_s'] - start['cpu_s']:.1f} s over "
                      f"{end['t'] - start['t']:.0f} s)")
     # The verdict of make soak (Tests/soak/fit.py) at the rate measured.
+    # A leak verdict needs a fitted half of some minutes (a 30 s half of the quick soak would
+    # call the first arena growth after a flap a leak of megabytes an hour): shorter soaks
+    # report the fit as a figure only.
     rate = pusher.pushed / max(seconds, 1.0)
+    judged = seconds >= 2 * fit.MIN_FIT_SECONDS
     for v in fit.judge(s, rate):
-        sc.check(f"flat: {v.name}", v.ok, v.detail)
+        if judged:
+            sc.check(f"flat: {v.name}", v.ok, v.detail)
+        else:
+            sc.figure(f"flat, not judged (a soak under {2 * fit.MIN_FIT_SECONDS / 60:.0f} min): {v.name}", v.detail)
     sc.check("open fds flat: end ≤ start + 1, peak ≤ start + 6",
              end["fds"] <= start["fds"] + 1 and fd_peak <= start["fds"] + 6,
              f"start {start['fds']}, peak {fd_peak}, end {end['fds']}")

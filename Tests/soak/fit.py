@@ -45,6 +45,7 @@ RSS_BUDGET_KIB_PER_H_PER_1000 = 64.0  # issue 35: KiB per hour per 1,000 msg/s o
 SIGMAS = 3.0  # the slope's standard errors a chance trend may reach
 SPREAD = 2.0  # residual standard deviations a fitted growth must exceed
 BATCHES = 10
+MIN_FIT_SECONDS = 300  # the shortest fitted window a caller should judge (the chaos soak)
 
 
 @dataclass
@@ -144,7 +145,7 @@ def growth_verdict(name: str, fit: Fit, limit_per_h: float, unit: str = "KiB") -
     noise = fit.noise()
     leak = fit.slope_per_h > limit_per_h and fit.growth > noise
     detail = (f"slope {fit.slope_per_h:+.1f} {unit}/h (± {fit.se_adj_per_h:.1f} s.e.; "
-              f"limit {limit_per_h:.1f}), growth over the fitted {fit.window_h * 60:.0f} min {fit.growth:+.1f} {unit} "
+              f"limit {limit_per_h:.1f}), growth over the fitted {fit.window_h * 60:.1f} min {fit.growth:+.1f} {unit} "
               f"(noise {noise:.1f}: 3 s.e. {SIGMAS * fit.se_adj_per_h * fit.window_h:.1f}, "
               f"2 s.d. {SPREAD * fit.resid_sd:.1f}), {fit.n} samples")
     return Verdict(name, not leak, detail)
