@@ -22,6 +22,7 @@ extension Outbox {
     // Already on its way to the disk: its `onReleased` will come.
     if releasing.contains(where: { $0.count == count })
       || releasingOnDisk.contains(where: { $0.count == count })
+      || releasesToRetry.contains(where: { $0.count == count })
     {
       return
     }
@@ -44,15 +45,26 @@ extension Outbox {
     if !now.isEmpty { onReleased?(now) }
   }
 
-  /// The job that held these entries' `released` lines failed: they go into the next one, a
-  /// second from now (a failing disk is not retried in a loop).
+  /// The job that held these entries' `released` lines failed: they wait a second, then go
+  /// into a job again (a failing disk is not retried in a loop; the job that follows this
+  /// one at once must not carry them).
   func retryReleases(_ released: [OutboxEntry]) {
     failedReleaseWrites += 1
-    for entry in released where !releasing.contains(where: { $0.count == entry.count }) {
+    for entry in released where !releasesToRetry.contains(where: { $0.count == entry.count }) {
+      releasesToRetry.append(entry)
+    }
+    releaseRetry?.schedule(after: .seconds(1))
+  }
+
+  /// The retry's second is over: the failed releases' lines go into the next job.
+  func retryReleasesNow() {
+    let entries = releasesToRetry
+    releasesToRetry = []
+    for entry in entries where !releasing.contains(where: { $0.count == entry.count }) {
       appendReleasedLine(entry.clientID)
       releasing.append(entry)
     }
-    releaseRetry?.schedule(after: .seconds(1))
+    scheduleFlush()
   }
 
   private func appendReleasedLine(_ id: ClientID) {

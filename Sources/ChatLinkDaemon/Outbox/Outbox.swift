@@ -25,8 +25,7 @@ public final class Outbox {
   public var onEnqueued: (() -> Void)?
   /// Entries queued since start (durable and accepted): only grows.
   public private(set) var queued = 0
-  /// Called when entries' releases became durable (`release(_:)`), with the entries as
-  /// they are now.
+  /// Called when entries' releases became durable (`release(_:)`), with the entries now.
   public var onReleased: (([OutboxEntry]) -> Void)?
 
   private let loop: EventLoop
@@ -39,8 +38,9 @@ public final class Outbox {
   /// Entries whose `released` lines are in `batch`, and those in the job on the disk.
   var releasing: [OutboxEntry] = []
   var releasingOnDisk: [OutboxEntry] = []
-  /// How many disk jobs holding `released` lines failed; `releaseRetry` tries them again.
+  /// Disk jobs with `released` lines that failed; `releaseRetry` retries `releasesToRetry`.
   public internal(set) var failedReleaseWrites = 0
+  var releasesToRetry: [OutboxEntry] = []
   var releaseRetry: Timer?
   /// The last disk job's memory, for the next batch (`HandedBytes`).
   private var spare: SpareBuffer?
@@ -74,7 +74,7 @@ public final class Outbox {
       if self.batch.isEmpty { self.batch = [] }
     }
     releaseRetry = try loop.makeTimer(accuracy: .milliseconds(50)) { [unowned self] in
-      self.scheduleFlush()
+      self.retryReleasesNow()
     }
   }
 
