@@ -201,12 +201,19 @@ def test_a_busy_daemon_through_faults_follows_scrapes_a_reload_and_sigterm_with_
         with open(lines) as stdin:
             sender = subprocess.Popen(build.ctl(d, "--json", "send", "--room", "ops", "-"), stdin=stdin,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The floods go into room 7 (the backend's default is a joined room, which may be ops:
+        # the ops followers must see the sends' events, not fall behind a flood and be
+        # dropped), and only once the open connection has joined it: the backend floods the
+        # room's members as they are when the flood starts.
+        def joined_7():
+            return any(c.id in backend.members(7) for c in backend.open_connections())
+
         # The first flood is cut in the middle of a frame, a third of the way in.
+        wait_until(joined_7, 30, message="room 7 joined")
         reconnect_through(d, lambda: (proxy.cut("down", "rst", after_frames=FLOOD // 3),
                                       backend.flood(FLOOD, size=300, room=7, tag="a")))
         received = d.status()["received"]
-        # Into room 7 (the backend's default is a joined room, which may be ops): the ops
-        # followers must see the sends' events, not fall behind a flood and be dropped.
+        wait_until(joined_7, 30, message="room 7 joined again after the reconnect")
         backend.flood(FLOOD, size=300, room=7, tag="b")
         overrides["Backend"]["Rooms"] = "7 ops lobby"
         d.configure(overrides)
