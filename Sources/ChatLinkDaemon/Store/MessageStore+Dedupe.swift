@@ -36,7 +36,7 @@ extension MessageStore {
           scan: scan, time: time)
         return (seq, false)
       }
-      return id.withBytes(in: raw) { idBytes in
+      return id.withBytes(payload: raw, meta: meta) { idBytes in
         if !dedupe.window.insert(room: room, id: idBytes) {
           dedupe.dropped += 1
           return (lastSeq, true)
