@@ -25,14 +25,39 @@ public struct MessageIDText: Sendable, Hashable {
   public var start: UInt32
   public var end: UInt32
 
-  /// The id at `range` of `place`; nil when the range does not fit 32 bits.
+  /// The id at `range` of `place`; nil when the range is empty, starts beyond
+  /// `maximumStart` or is longer than `maximumLength`.
   public init?(_ place: Place, _ range: Range<Int>, escaped: Bool = false) {
-    guard let start = UInt32(exactly: range.lowerBound), let end = UInt32(exactly: range.upperBound)
+    guard !range.isEmpty, range.lowerBound <= Self.maximumStart,
+      range.count <= Self.maximumLength
     else { return nil }
     self.place = place
     self.escaped = escaped
-    self.start = start
-    self.end = end
+    self.start = UInt32(range.lowerBound)
+    self.end = UInt32(range.upperBound)
+  }
+
+  /// The furthest into its bytes an id may start (64 MiB) and the longest it may be (64 KiB),
+  /// so that `packed` fits in 44 bits. An id beyond is none: its message is stored without
+  /// being checked for duplicates.
+  public static let maximumStart = 1 << 26 - 1
+  public static let maximumLength = 1 << 16 - 1
+
+  /// The id in 44 bits, never 0 (an id is not empty): its start, its length, where it is and
+  /// whether it has escapes.
+  var packed: UInt64 {
+    UInt64(start) | UInt64(end - start) << 26 | (place == .meta ? 1 << 42 : 0)
+      | (escaped ? 1 << 43 : 0)
+  }
+
+  /// The id `packed` holds, or nil for 0.
+  init?(packed: UInt64) {
+    let length = UInt32(truncatingIfNeeded: packed >> 26) & 0xFFFF
+    guard length != 0 else { return nil }
+    start = UInt32(truncatingIfNeeded: packed) & (1 << 26 - 1)
+    end = start + length
+    place = packed & 1 << 42 != 0 ? .meta : .payload
+    escaped = packed & 1 << 43 != 0
   }
 
   /// Calls `body` with the id's bytes, given the record's payload and meta (an empty id when
