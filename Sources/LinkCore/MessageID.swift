@@ -45,12 +45,14 @@ public struct MessageIDText: Sendable, Hashable {
 
   /// The id in 44 bits, never 0 (an id is not empty): its start, its length, where it is and
   /// whether it has escapes.
+  @inlinable
   var packed: UInt64 {
     UInt64(start) | UInt64(end - start) << 26 | (place == .meta ? 1 << 42 : 0)
       | (escaped ? 1 << 43 : 0)
   }
 
   /// The id `packed` holds, or nil for 0.
+  @inlinable
   init?(packed: UInt64) {
     let length = UInt32(truncatingIfNeeded: packed >> 26) & 0xFFFF
     guard length != 0 else { return nil }
