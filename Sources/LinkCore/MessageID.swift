@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import JSON
 
 /// Where an inbound message's id is: bytes of the record itself (its payload, or its `meta`),
@@ -110,9 +111,10 @@ public enum MessageID {
     if first == UInt8(ascii: "\"") {
       guard range.count > 2 else { return nil }
       let content = (range.lowerBound + 1)..<(range.upperBound - 1)
-      var i = content.lowerBound
-      while i < content.upperBound && raw[i] != UInt8(ascii: "\\") { i += 1 }
-      return MessageIDText(place, content, escaped: i < content.upperBound)
+      let escaped = raw.baseAddress.map {
+        memchr($0 + content.lowerBound, Int32(UInt8(ascii: "\\")), content.count) != nil
+      }
+      return MessageIDText(place, content, escaped: escaped ?? false)
     }
     guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
     return MessageIDText(place, range)

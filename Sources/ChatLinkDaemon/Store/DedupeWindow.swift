@@ -61,9 +61,18 @@ struct DedupeWindow {
     guard isEnabled else { return true }
     let index = self.index(of: room ?? [])
     guard recent[index].insert(hasher.hash(id), capacity: capacity) else { return false }
-    newest[index].removeAll(keepingCapacity: true)
-    newest[index].append(contentsOf: id)
+    Self.overwrite(&newest[index], with: id)
     return true
+  }
+
+  /// Puts `bytes` in `array`, in place when it is as long (the ids of one backend mostly are).
+  @inline(__always)
+  private static func overwrite(_ array: inout [UInt8], with bytes: UnsafeRawBufferPointer) {
+    guard array.count == bytes.count, let from = bytes.baseAddress else {
+      array = Array(bytes)
+      return
+    }
+    array.withUnsafeMutableBytes { $0.baseAddress?.copyMemory(from: from, byteCount: bytes.count) }
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
@@ -161,6 +170,10 @@ struct IDHasher: Sendable {
 
 /// One room's recent ids: their hashes in arrival order (a ring) and an open-addressing table
 /// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
+///
+/// An insert into a full ring is the common case of a long flood: it reads and writes both
+/// arrays through one pointer each, so that the lookup, the oldest id's removal and the new
+/// one's placement cost no bounds or uniqueness checks beyond the first.
 private struct RecentIDs {
   /// Hashes, oldest at `head` once the ring is full.
   private var ring: [UInt64] = []
@@ -175,70 +188,105 @@ private struct RecentIDs {
   /// The hashes, oldest first.
   var oldestFirst: [UInt64] { Array(ring[head...] + ring[..<head]) }
 
-  func contains(_ hash: UInt64) -> Bool { slot(of: hash).found }
+  func contains(_ hash: UInt64) -> Bool {
+    ring.withUnsafeBufferPointer { ring in
+      table.withUnsafeBufferPointer { table in Self.slot(of: hash, ring, table).found }
+    }
+  }
 
   mutating func insert(_ hash: UInt64, capacity: Int) -> Bool {
-    let probe = slot(of: hash)
-    if probe.found { return false }
-    if ring.count < capacity {
-      ring.append(hash)
-      if ring.count * 4 > table.count * 3 {
-        rebuildTable(size: table.count * 2)
-      } else {
-        table[probe.slot] = UInt32(ring.count - 1)
+    if ring.count < capacity { return grow(hash, capacity: capacity) }
+    let head = self.head
+    let inserted = ring.withUnsafeMutableBufferPointer { ring in
+      table.withUnsafeMutableBufferPointer { table in
+        guard !Self.slot(of: hash, UnsafeBufferPointer(ring), UnsafeBufferPointer(table)).found
+        else { return false }
+        // Full: the oldest leaves, the new one takes its place in the ring.
+        Self.remove(position: UInt32(head), ring, table)
+        ring[head] = hash
+        Self.place(UInt32(head), ring, table)
+        return true
       }
-      return true
     }
-    // Full: the oldest leaves, the new one takes its place in the ring.
-    remove(ring[head])
-    ring[head] = hash
-    place(UInt32(head))
-    head = (head + 1) % ring.count
+    if inserted { self.head = head + 1 == ring.count ? 0 : head + 1 }
+    return inserted
+  }
+
+  /// An insert while the ring is not full yet.
+  private mutating func grow(_ hash: UInt64, capacity: Int) -> Bool {
+    guard !contains(hash) else { return false }
+    if ring.count == ring.capacity {
+      // Grown by doubling, but never past the capacity: a full room holds no spare slots.
+      ring.reserveCapacity(min(capacity, max(16, ring.count * 2)))
+    }
+    ring.append(hash)
+    if ring.count * 4 > table.count * 3 {
+      table = Array(repeating: Self.empty, count: table.count * 2)
+      ring.withUnsafeMutableBufferPointer { ring in
+        table.withUnsafeMutableBufferPointer { table in
+          for position in ring.indices { Self.place(UInt32(position), ring, table) }
+        }
+      }
+    } else {
+      let position = UInt32(ring.count - 1)
+      ring.withUnsafeMutableBufferPointer { ring in
+        table.withUnsafeMutableBufferPointer { table in Self.place(position, ring, table) }
+      }
+    }
     return true
   }
 
-  private var mask: Int { table.count - 1 }
-
   /// Where `hash` is, or the free slot it would take.
-  private func slot(of hash: UInt64) -> (slot: Int, found: Bool) {
+  @inline(__always)
+  private static func slot(
+    of hash: UInt64, _ ring: UnsafeBufferPointer<UInt64>, _ table: UnsafeBufferPointer<UInt32>
+  ) -> (slot: Int, found: Bool) {
+    let mask = table.count - 1
     var slot = Int(truncatingIfNeeded: hash) & mask
     while true {
       let position = table[slot]
-      if position == Self.empty { return (slot, false) }
+      if position == empty { return (slot, false) }
       if ring[Int(position)] == hash { return (slot, true) }
       slot = (slot + 1) & mask
     }
   }
 
-  private mutating func place(_ position: UInt32) {
+  @inline(__always)
+  private static func place(
+    _ position: UInt32, _ ring: UnsafeMutableBufferPointer<UInt64>,
+    _ table: UnsafeMutableBufferPointer<UInt32>
+  ) {
+    let mask = table.count - 1
     var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
-    while table[slot] != Self.empty { slot = (slot + 1) & mask }
+    while table[slot] != empty { slot = (slot + 1) & mask }
     table[slot] = position
   }
 
-  /// Removes `hash` from the table, moving later entries of its probe run back into the gap
-  /// (deletion without tombstones keeps lookups short however long the room lives).
-  private mutating func remove(_ hash: UInt64) {
-    let found = slot(of: hash)
-    guard found.found else { return }
-    var gap = found.slot
+  /// Removes the ring position `position` from the table, moving later entries of its probe
+  /// run back into the gap (deletion without tombstones keeps lookups short however long the
+  /// room lives).
+  @inline(__always)
+  private static func remove(
+    position: UInt32, _ ring: UnsafeMutableBufferPointer<UInt64>,
+    _ table: UnsafeMutableBufferPointer<UInt32>
+  ) {
+    let mask = table.count - 1
+    var gap = Int(truncatingIfNeeded: ring[Int(position)]) & mask
+    while table[gap] != position {
+      // Every position in the ring is in the table.
+      guard table[gap] != empty else { return }
+      gap = (gap + 1) & mask
+    }
     var slot = (gap + 1) & mask
-    while table[slot] != Self.empty {
+    while table[slot] != empty {
       let home = Int(truncatingIfNeeded: ring[Int(table[slot])]) & mask
       // The entry may move into the gap unless its home lies cyclically in (gap, slot].
-      let distanceToHome = (slot - home) & mask
-      let distanceToGap = (slot - gap) & mask
-      if distanceToHome >= distanceToGap {
+      if (slot - home) & mask >= (slot - gap) & mask {
         table[gap] = table[slot]
         gap = slot
       }
       slot = (slot + 1) & mask
     }
-    table[gap] = Self.empty
-  }
-
-  private mutating func rebuildTable(size: Int) {
-    table = Array(repeating: Self.empty, count: size)
-    for position in ring.indices { place(UInt32(position)) }
+    table[gap] = empty
   }
 }
