@@ -28,6 +28,7 @@ public struct MessageIDText: Sendable, Hashable {
 
   /// The id at `range` of `place`; nil when the range is empty, starts beyond
   /// `maximumStart` or is longer than `maximumLength`.
+  @inlinable @inline(__always)
   public init?(_ place: Place, _ range: Range<Int>, escaped: Bool = false) {
     guard !range.isEmpty, range.lowerBound <= Self.maximumStart,
       range.count <= Self.maximumLength
@@ -46,14 +47,14 @@ public struct MessageIDText: Sendable, Hashable {
 
   /// The id in 44 bits, never 0 (an id is not empty): its start, its length, where it is and
   /// whether it has escapes.
-  @inlinable
+  @inlinable @inline(__always)
   var packed: UInt64 {
     UInt64(start) | UInt64(end - start) << 26 | (place == .meta ? 1 << 42 : 0)
       | (escaped ? 1 << 43 : 0)
   }
 
   /// The id `packed` holds, or nil for 0.
-  @inlinable
+  @inlinable @inline(__always)
   init?(packed: UInt64) {
     let length = UInt32(truncatingIfNeeded: packed >> 26) & 0xFFFF
     guard length != 0 else { return nil }
@@ -103,6 +104,7 @@ extension InboundMessage {
 public enum MessageID {
   /// Where the id the JSON value at `range` of `raw` holds is, or nil; `place` says whose
   /// bytes `raw` is.
+  @inlinable
   public static func location(
     _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?, in place: MessageIDText.Place = .payload
   ) -> MessageIDText? {

@@ -13,8 +13,8 @@ struct StoreDedupe {
   /// Who waits for the window to be filled from the store; nil once it is.
   var waiters: [() -> Void]? = []
 
-  init(capacity: Int) {
-    window = DedupeWindow(capacity: capacity)
+  init(capacity: Int, keepsNewest: Bool) {
+    window = DedupeWindow(capacity: capacity, keepsNewest: keepsNewest)
   }
 }
 
@@ -41,9 +41,11 @@ extension MessageStore {
           dedupe.dropped += 1
           return (lastSeq, true)
         }
+        // An id read where it lies, without escapes, is a JSON string's content or a
+        // number's digits: quoted as it is, it is a JSON string again.
         let seq = append(
-          direction: .inbound, room: room, messageID: idBytes, meta: meta, payload: raw,
-          isText: payload.isText, scan: scan, time: time)
+          direction: .inbound, room: room, messageID: idBytes, messageIDIsPlain: !id.escaped,
+          meta: meta, payload: raw, isText: payload.isText, scan: scan, time: time)
         return (seq, false)
       }
     }
