@@ -88,7 +88,7 @@ struct DedupeWindow {
     var restored = RecentIDs()
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, id: nil, capacity: capacity) }
     for hash in kept.oldestFirst { _ = restored.insert(hash, id: nil, capacity: capacity) }
-    restored.newest = kept.newest ?? newestID
+    if keepsNewest { restored.newest = kept.newest ?? newestID }
     recent[index] = restored
   }
 
