@@ -191,38 +191,6 @@ public enum PayloadScan: Sendable, Hashable {
   }
 }
 
-/// What the daemon keeps of one inbound frame.
-public struct InboundMessage: Sendable {
-  /// The frame's payload, untouched.
-  public var payload: Message
-  /// How its text was scanned.
-  public var scan: PayloadScan
-  /// Set when the record is a delivery in two steps (MQTT QoS 2), remembered until the
-  /// backend releases it (`InboundReceipts`); `meta` must then carry its id, so that the
-  /// record alone says, after a crash, that the delivery was stored. (Declared next to `scan`:
-  /// together they fit where `scan` alone left padding, and every record is moved many times.)
-  public var twoStep: TwoStepDelivery?
-  /// The room as raw JSON, when the dialect names one.
-  public var room: [UInt8]?
-  /// What the dialect keeps besides the payload, as a JSON object (MQTT's QoS and
-  /// properties), stored as the record's `meta`.
-  public var meta: [UInt8]?
-  /// The backend's stable id of this message, unique within its room (its text: a string's
-  /// content, a number's digits), when the dialect is told where to find one: the store keeps
-  /// it in the record and drops a message whose id its room has had recently.
-  public var id: MessageIDText?
-
-  /// Creates a record's content.
-  public init(
-    payload: Message, scan: PayloadScan, room: [UInt8]? = nil, id: MessageIDText? = nil
-  ) {
-    self.payload = payload
-    self.scan = scan
-    self.room = room
-    self.id = id
-  }
-}
-
 /// What a dialect made of one inbound frame.
 ///
 /// Every inbound frame makes one, and most carry a record and nothing else: the fields only a

@@ -154,34 +154,41 @@ public struct EnvelopeProtocol: BackendProtocol {
         return sameRoom(UnsafeRawBufferPointer(rebasing: raw[range]))
       }
     }
-    if truncatedEventName != nil { noteTruncation(message, room: room, into: &reading) }
+    if let truncatedEventName {
+      Self.noteTruncation(
+        message, event: scan.topLevel[0], named: truncatedEventName, room: room, into: &reading)
+    }
+    // The ranges are read out first: a closure that reads the scan captures all of it.
+    let event = scan.topLevel[0]
+    let clientID = scan.nested[1]
     reading.echoedClientID = message.withUnsafeBytes { raw -> String? in
       // Only a message event echoes a send; other events may carry ids of their own.
-      guard Self.string(raw, scan.topLevel[0], equals: messageEventName) else { return nil }
-      return Self.string(raw, scan.nested[1])
+      guard Self.string(raw, event, equals: messageEventName) else { return nil }
+      return Self.string(raw, clientID)
     }
     var id: MessageIDText?
-    if scan.nested.count > 2 { id = messageID(message) }
+    if scan.nested.count > 2 {
+      // The range is read out here: a method of `self` (474 bytes) called from this mutating
+      // one is handed a copy of it, and so is a closure that reads the scan.
+      let range = scan.nested[2]
+      id = message.withUnsafeBytes { raw in MessageID.location(raw, range) }
+    }
     reading.record = InboundMessage(
       payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)
   }
 
   /// Whether the frame is the backend's truncation event: a history gap. Out of line: only
   /// joins that ask for replays make it possible, and the common frame must not pay for it.
+  /// (Static: a method of `self` would be handed a copy of it.)
   @inline(never)
-  private func noteTruncation(
-    _ message: borrowing Message, room: [UInt8]?, into reading: inout ProtocolReading
+  private static func noteTruncation(
+    _ message: borrowing Message, event: Range<Int>?, named truncatedEventName: [UInt8],
+    room: [UInt8]?, into reading: inout ProtocolReading
   ) {
-    guard let truncatedEventName else { return }
     let gap = message.withUnsafeBytes { raw in
-      Self.string(raw, scan.topLevel[0], equals: truncatedEventName)
+      Self.string(raw, event, equals: truncatedEventName)
     }
     if gap { reading.historyGap = room.map { String(decoding: $0, as: UTF8.self) } ?? "null" }
-  }
-
-  /// Where the frame's id is (IDField=).
-  private func messageID(_ message: borrowing Message) -> MessageIDText? {
-    message.withUnsafeBytes { raw in MessageID.location(raw, scan.nested[2]) }
   }
 
   /// The room's bytes: the previous frame's array when they are the same.

@@ -39,12 +39,19 @@ extension SocketIOProtocol {
     out.append(#"{"event":"# as StaticString)
     out += data[name]
     out.append(#","args":["# as StaticString)
+    let prefixLength = out.count
     out += data[rest...]
     out.append(UInt8(ascii: "}"))
     var record = InboundMessage(
       payload: .text(out), scan: .json(hasLineBreaks: scan.hasLineBreaks))
     record.room = Self.room(scan.nested[0].map { data[$0] })
-    if scan.nested.count > 1 { record.id = MessageID.text(data, scan.nested[1]).map { .bytes($0) } }
+    if scan.nested.count > 1, let id = scan.nested[1], id.lowerBound >= rest {
+      // The first argument is in the record as it was in the frame, moved by what came before.
+      let shift = prefixLength - rest
+      record.id = out.withUnsafeBytes { raw in
+        MessageID.location(raw, (id.lowerBound + shift)..<(id.upperBound + shift))
+      }
+    }
     return record
   }
 
@@ -96,21 +103,13 @@ extension SocketIOProtocol {
     if packet.kind == .binaryAck {
       return acknowledged(packet.ackID, filled.bytes)
     }
-    guard case .array(let items) = filled, case .string(let name)? = items.first else {
+    // The filled data is compact JSON text: it becomes a record as a text event's does, so
+    // the room and the id are read the same way.
+    guard case .array(let items) = filled, case .string? = items.first,
+      let inbound = filled.bytes.withUnsafeBytes({ eventRecord($0) })
+    else {
       return Self.unreadable(
         .text(packet.header), packet.header, "a binary event whose data is not [\"name\", …]")
-    }
-    let args = Array(items.dropFirst())
-    let record = JSONValue.object([("event", .string(name)), ("args", .array(args))])
-    var inbound = InboundMessage(payload: .text(record.bytes), scan: .json(hasLineBreaks: false))
-    if let room = args.first?[settings.names.roomField] {
-      switch room {
-      case .int, .double, .string: inbound.room = room.bytes
-      default: break
-      }
-    }
-    if !settings.names.idField.isEmpty, let id = args.first?[settings.names.idField] {
-      inbound.id = id.bytes.withUnsafeBytes { MessageID.text($0, 0..<$0.count) }.map { .bytes($0) }
     }
     var reading = ProtocolReading(record: inbound)
     if let id = packet.ackID {

@@ -190,7 +190,7 @@ final class BackendLinkTests: XCTestCase {
     // Stored and durable before the link starts: no fsync, and so no durable report, comes
     // for a duplicate of it.
     _ = store.appendInbound(
-      room: nil, id: .bytes(Array("1".utf8)), meta: nil, payload: .text(Array("MSG 1".utf8)),
+      room: nil, id: MessageIDText(.payload, 4..<5), meta: nil, payload: .text(Array("MSG 1".utf8)),
       scan: .notJSON, time: .now())
     var durable = false
     store.whenDurable { durable = true }
@@ -217,7 +217,7 @@ private struct AcknowledgingDialect: BackendProtocol {
   mutating func read(_ message: Message) -> ProtocolReading {
     let text = message.text ?? ""
     var record = InboundMessage(payload: message, scan: .notJSON)
-    if ids { record.id = .bytes(Array(text.dropFirst(4).utf8)) }
+    if ids { record.id = MessageIDText(.payload, 4..<text.utf8.count) }
     return ProtocolReading(
       record: record,
       acknowledgement: .text(Array(text.replacingOccurrences(of: "MSG", with: "GOT").utf8)))

@@ -314,6 +314,11 @@ final class ConfigTests: XCTestCase {
     }
     let header = error("[Backend]\nURL=ws://a/\n[STOMP]\nIDHeader=a b")
     XCTAssertEqual(header?.key, "[STOMP] IDHeader")
+    for kept in ["destination", "content-length"] {
+      let refused = error("[Backend]\nURL=ws://a/\n[STOMP]\nIDHeader=" + kept)
+      XCTAssertEqual(refused?.key, "[STOMP] IDHeader", kept)
+      XCTAssertTrue(refused?.message.contains("not kept as a header") ?? false, kept)
+    }
     XCTAssertEqual(error("[Backend]\nURL=ws://a/\n[Envelope]\nTruncatedEvent=")?.line, 4)
   }
 }

@@ -37,6 +37,16 @@ final class DedupeWindowTests: XCTestCase {
     XCTAssertEqual(window.newestID(room: bytes("7")), bytes("11"))
   }
 
+  func testWithoutNewestIDsTheWindowStillDropsDuplicatesButNamesNoPosition() {
+    var window = DedupeWindow(capacity: 5, keepsNewest: false)
+    XCTAssertTrue(window.insert(room: bytes("7"), id: bytes("10")))
+    XCTAssertFalse(window.insert(room: bytes("7"), id: bytes("10")))
+    XCTAssertNil(window.newestID(room: bytes("7")))
+    window.restore(room: bytes("7"), hashes: [window.hash(bytes("9"))], newestID: bytes("9"))
+    XCTAssertNil(window.newestID(room: bytes("7")), "nor from the store's tail")
+    XCTAssertFalse(window.insert(room: bytes("7"), id: bytes("9")))
+  }
+
   func testAZeroCapacityKeepsNothingAndCallsEverythingNew() {
     var window = DedupeWindow(capacity: 0)
     XCTAssertFalse(window.isEnabled)

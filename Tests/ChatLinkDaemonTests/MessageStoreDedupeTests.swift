@@ -38,8 +38,18 @@ final class MessageStoreDedupeTests: XCTestCase {
   private func receive(
     _ store: MessageStore, room: String = "7", id: String?, _ text: String = #"{"m":1}"#
   ) -> (seq: UInt64, duplicate: Bool) {
-    store.appendInbound(
-      room: Array(room.utf8), id: id.map { .bytes(Array($0.utf8)) }, meta: nil,
+    // The id lies in the meta, as a dialect's header would: `{"k":"ID"}`.
+    var meta: [UInt8]?
+    if let id {
+      var json = Array(#"{"k":"#.utf8)
+      JSONString.append(id, to: &json)
+      json.append(UInt8(ascii: "}"))
+      meta = json
+    }
+    return store.appendInbound(
+      room: Array(room.utf8),
+      id: meta?.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
+      meta: meta,
       payload: .text(Array(text.utf8)), scan: .unscanned, time: Timestamp(microseconds: 0))
   }
 
@@ -77,8 +87,10 @@ final class MessageStoreDedupeTests: XCTestCase {
     receive(store, id: "42", #"not json"#)
     try durable(store)
     let lines = dir.lines(MessageStore.fileName)
-    XCTAssertTrue(lines[0].contains(#""type":"json","id":"x\"y","data":{"m":1}"#), lines[0])
-    XCTAssertTrue(lines[1].contains(#""type":"text","id":"42","data":"not json""#), lines[1])
+    XCTAssertTrue(
+      lines[0].contains(#""type":"json","id":"x\"y","meta":{"k":"x\"y"},"data":{"m":1}"#), lines[0])
+    XCTAssertTrue(
+      lines[1].contains(#""type":"text","id":"42","meta":{"k":"42"},"data":"not json""#), lines[1])
   }
 
   func testAfterARestartTheStoresTailKnowsItsIDsAndEachRoomsNewest() throws {

@@ -151,16 +151,19 @@ struct BrokerSession {
   /// A record's id: text the store can write, and under a user property the first such pair
   /// its meta lists.
   func checkID(_ record: InboundMessage) {
-    guard case .bytes(let id)? = record.id else {
-      require(record.id == nil, "an id that is not bytes of its own")
-      return
-    }
+    guard let located = record.id, let id = record.idBytes else { return }
+    require(located.place == .meta, "an id that does not lie in the meta")
     require(!idProperty.isEmpty, "an id without IDProperty=")
     require(
       (1...2 * MQTTProtocol.maximumIDLength).contains(id.count) && UTF8Validator.isValid(id),
       "an id that is empty, too long or not UTF-8")
-    guard idProperty != MQTTProtocol.correlationDataID else { return }
     let meta = record.meta.flatMap { try? JSONValue.parse($0) }
+    guard idProperty != MQTTProtocol.correlationDataID else {
+      require(
+        meta?["correlation_id"]?.stringValue == String(decoding: id, as: UTF8.self),
+        "a correlation id that is not the meta's")
+      return
+    }
     let pair = meta?["user_properties"]?.arrayValue?.first {
       $0.arrayValue?.first?.stringValue == idProperty
     }

@@ -99,6 +99,17 @@ final class CatchUpTests: XCTestCase {
     XCTAssertEqual(reading.record?.room, Array("7".utf8))
     XCTAssertNil(dialect.read(text(#"42["message",{"room_id":7}]"#)).record?.id)
     XCTAssertNil(dialect.read(text(#"42["message","msg_id"]"#)).record?.id)
+    let spaced = dialect.read(text(#"42[ "message" , {"msg_id":"s\u002d2"}]"#)).record
+    XCTAssertEqual(idText(spaced), "s-2", "found in the record however the frame was spaced")
+  }
+
+  func testABinarySocketIOEventsIDIsTakenFromItsFirstArgumentToo() {
+    var dialect = socketIO()
+    _ = dialect.read(
+      text(#"451-["file",{"room_id":7,"msg_id":42,"a":{"_placeholder":true,"num":0}}]"#))
+    let reading = dialect.read(.binary([0xFF]))
+    XCTAssertEqual(idText(reading.record), "42")
+    XCTAssertEqual(reading.record?.room, Array("7".utf8))
   }
 
   func testASocketIOJoinNamesTheNewestStoredIDAndATruncationIsAGap() {
@@ -129,22 +140,17 @@ final class CatchUpTests: XCTestCase {
     XCTAssertEqual(plain.core.counters.historyGaps, 0, "without SinceField= it is an event")
   }
 
-  func testAPlainIDIsReadWhereItLiesInThePayloadAndAnEscapedOneIsCopied() {
+  func testAnIDIsReadWhereItLiesInThePayloadAndAnEscapedOneIsReadUnescaped() {
     var dialect = envelope()
     let plain = dialect.read(text(#"{"event":"message","data":{"msg_id":"ab"}}"#)).record
-    guard case .inPayload(let start, let end)? = plain?.id else {
-      return XCTFail("\(String(describing: plain?.id))")
-    }
-    XCTAssertEqual(Int(start)..<Int(end), 37..<39)
+    XCTAssertEqual(plain?.id, MessageIDText(.payload, 37..<39))
     let escaped = dialect.read(text(#"{"event":"message","data":{"msg_id":"a\u0062"}}"#)).record
-    XCTAssertEqual(escaped?.id, .bytes(Array("ab".utf8)))
+    XCTAssertEqual(escaped?.id, MessageIDText(.payload, 37..<44, escaped: true))
+    XCTAssertEqual(escaped?.idBytes, Array("ab".utf8))
   }
 }
 
 /// The id of a record as text, read from its payload when it lies there.
 func idText(_ record: InboundMessage?) -> String? {
-  guard let record, let id = record.id else { return nil }
-  return record.payload.withUnsafeBytes { raw in
-    id.withBytes(in: raw) { String(decoding: $0, as: UTF8.self) }
-  }
+  record?.idBytes.map { String(decoding: $0, as: UTF8.self) }
 }

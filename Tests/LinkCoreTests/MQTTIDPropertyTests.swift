@@ -39,20 +39,14 @@ final class MQTTIDPropertyTests: XCTestCase {
     var adapter = connected(idProperty)
     let reading = adapter.read(.binary(publish("hi", configure)))
     XCTAssertNotNil(reading.record, "stored with or without an id")
-    return reading.record?.id.map(Self.text)
-  }
-
-  private static func text(_ id: MessageIDText) -> String {
-    id.withBytes(in: UnsafeRawBufferPointer(start: nil, count: 0)) {
-      String(decoding: $0, as: UTF8.self)
-    }
+    return reading.record?.idBytes.map { String(decoding: $0, as: UTF8.self) }
   }
 
   func testTheNamedUserPropertyIsTheMessagesIDAndStaysInMeta() {
     var adapter = connected("msg-id")
     let reading = adapter.read(
       .binary(publish { $0.userProperties = [.init("k", "v"), .init("msg-id", "m-1")] }))
-    XCTAssertEqual(reading.record?.id, .bytes(Array("m-1".utf8)))
+    XCTAssertEqual(reading.record?.idBytes, Array("m-1".utf8))
     XCTAssertEqual(
       String(decoding: reading.record?.meta ?? [], as: UTF8.self),
       #"{"qos":1,"user_properties":[["k","v"],["msg-id","m-1"]]}"#)
@@ -67,7 +61,7 @@ final class MQTTIDPropertyTests: XCTestCase {
       XCTAssertNil(first.record, "split at \(split)")
       XCTAssertNil(first.session, "split at \(split)")
       let second = adapter.read(.binary(Array(bytes[split...])))
-      XCTAssertEqual(second.record?.id, .bytes(Array("m-1".utf8)), "split at \(split)")
+      XCTAssertEqual(second.record?.idBytes, Array("m-1".utf8), "split at \(split)")
     }
   }
 
@@ -80,8 +74,8 @@ final class MQTTIDPropertyTests: XCTestCase {
         $0.userProperties = [.init("msg-id", "3")]
       }
     let reading = adapter.read(.binary(frame))
-    XCTAssertEqual(reading.record?.id, .bytes(Array("1".utf8)))
-    XCTAssertEqual(reading.moreRecords.map(\.record.id), [nil, .bytes(Array("3".utf8))])
+    XCTAssertEqual(reading.record?.idBytes, Array("1".utf8))
+    XCTAssertEqual(reading.moreRecords.map(\.record.idBytes), [nil, Array("3".utf8)])
   }
 
   func testAMessageWithoutThePropertyHasNoIDAndIsStoredAsBefore() {
@@ -115,6 +109,15 @@ final class MQTTIDPropertyTests: XCTestCase {
       id(correlation) { $0.correlationData = Array("a\tb".utf8) }, "610962",
       "UTF-8 with a control character is binary")
     XCTAssertNil(id(correlation) { $0.correlationData = [] })
+  }
+
+  func testTheCorrelationIDIsKeptInMetaBesideTheDataItself() {
+    var adapter = connected(MQTTProtocol.correlationDataID)
+    let reading = adapter.read(.binary(publish { $0.correlationData = Array("a\"b".utf8) }))
+    XCTAssertEqual(reading.record?.idBytes, Array("a\"b".utf8))
+    XCTAssertEqual(
+      String(decoding: reading.record?.meta ?? [], as: UTF8.self),
+      #"{"qos":1,"correlation_data":"YSJi","correlation_id":"a\"b"}"#)
   }
 
   func testAnEmptyOrOverlongValueIsNoID() {

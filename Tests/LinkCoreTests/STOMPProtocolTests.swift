@@ -140,13 +140,17 @@ final class STOMPProtocolTests: XCTestCase {
     XCTAssertNil(plain.read(server(.message, headers, body: "x")).record?.id, "IDHeader= empty")
     var withID = connected { $0.idHeader = "amqp-message-id" }
     XCTAssertEqual(
-      withID.read(server(.message, headers, body: "x")).record?.id, .bytes(Array("order-42".utf8)))
+      withID.read(server(.message, headers, body: "x")).record?.idBytes, Array("order-42".utf8))
     XCTAssertNil(
       withID.read(server(.message, Array(headers.prefix(4)), body: "x")).record?.id,
       "a message without the header has no id: stored, never dropped")
     XCTAssertNil(
       withID.read(server(.message, headers.prefix(4) + [("amqp-message-id", "")], body: "x"))
         .record?.id, "nor with an empty one")
+    var byMessageID = connected { $0.idHeader = "message-id" }
+    XCTAssertEqual(
+      byMessageID.read(server(.message, [("message-id", "a\"b")] + headers, body: "x")).record?
+        .idBytes, Array("a\"b".utf8), "an id with a quote is read back unescaped from the meta")
   }
 
   func testRoomsAreSubscribedOnceWithClientIndividualAcksAndLeftByID() {

@@ -77,6 +77,10 @@ extension ConfigLoader {
       else {
         throw ValueError(message: "'\(v)' is not a header name (no spaces, colons or controls)")
       }
+      // The record keeps these two as its room and its payload's length, not as headers.
+      guard v != "destination" && v != "content-length" else {
+        throw ValueError(message: "'\(v)' is not kept as a header; name the one that holds the id")
+      }
       c.stompIDHeader = v
     },
     "HeartBeatMSec": { (c, v) throws(ValueError) in

@@ -139,11 +139,7 @@ extension Daemon: ControlTarget {
       [unowned self] inbound, seq, time in
       guard let service = self.service else { return }
       let room = inbound.room.flatMap { raw in raw.withUnsafeBytes { RoomID(json: $0) } }
-      let id = inbound.id.map { id in
-        inbound.payload.withUnsafeBytes { raw in
-          id.withBytes(in: raw) { String(decoding: $0, as: UTF8.self) }
-        }
-      }
+      let id = inbound.idBytes.map { String(decoding: $0, as: UTF8.self) }
       let held = HeldMessage(
         record: StoreRecord(
           seq: seq, time: time, direction: .inbound, room: inbound.room,

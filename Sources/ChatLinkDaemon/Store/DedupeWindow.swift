@@ -5,7 +5,7 @@ import LinkCore
 /// stored twice.
 ///
 /// A room keeps at most `capacity` ids; the oldest leaves when a new one comes. Ids are kept
-/// as 64-bit hashes drawn from a per-process secret basis (`FNV1a`), so memory is a few bytes
+/// as 64-bit hashes drawn from a per-process secret basis (`IDHasher`), so memory is a few bytes
 /// an id whatever their length, and ids chosen to collide cannot be worked out in advance; two
 /// different ids of one room with equal hashes (about one chance in 2⁶⁴ ÷ `capacity` for each
 /// message) would drop the second. Rooms are told apart by their JSON as stored (`7` and
@@ -23,12 +23,14 @@ struct DedupeWindow {
   let maxRooms: Int
   /// Hashes ids as the window keeps them.
   let hasher: IDHasher
-  /// Each room's JSON, its FNV-1a hash, when it was last seen, its ids and its newest id.
+  /// Whether each room's newest id is kept as text (`newestID(room:)`): only joins that name
+  /// it ask for it (`SinceField=`), and copying it costs every message.
+  let keepsNewest: Bool
+  /// Each room's JSON, its FNV-1a hash, when it was last seen, and its ids (with its newest).
   private var rooms: [[UInt8]] = []
   private var roomHashes: [UInt32] = []
   private var lastSeen: [UInt64] = []
   private var recent: [RecentIDs] = []
-  private var newest: [[UInt8]] = []
   /// Room indices by room hash (open addressing, linear probing; -1 is free), twice as many
   /// slots as rooms may keep windows.
   private var roomSlots: [Int32]
@@ -36,8 +38,12 @@ struct DedupeWindow {
   private var clock: UInt64 = 0
 
   /// An empty window; `basis` is the hash's secret (random unless a test fixes it).
-  init(capacity: Int, maxRooms: Int = 1024, basis: UInt64 = .random(in: .min ... .max)) {
+  init(
+    capacity: Int, maxRooms: Int = 1024, keepsNewest: Bool = true,
+    basis: UInt64 = .random(in: .min ... .max)
+  ) {
     self.capacity = max(0, capacity)
+    self.keepsNewest = keepsNewest
     self.maxRooms = max(1, maxRooms)
     hasher = IDHasher(basis: basis)
     var slots = 16
@@ -60,10 +66,7 @@ struct DedupeWindow {
   mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer) -> Bool {
     guard isEnabled else { return true }
     let index = self.index(of: room ?? [])
-    guard recent[index].insert(hasher.hash(id), capacity: capacity) else { return false }
-    newest[index].removeAll(keepingCapacity: true)
-    newest[index].append(contentsOf: id)
-    return true
+    return recent[index].insert(hasher.hash(id), id: keepsNewest ? id : nil, capacity: capacity)
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
@@ -83,10 +86,10 @@ struct DedupeWindow {
     let index = self.index(of: room)
     let kept = recent[index]
     var restored = RecentIDs()
-    for hash in hashes.suffix(capacity) { _ = restored.insert(hash, capacity: capacity) }
-    for hash in kept.oldestFirst { _ = restored.insert(hash, capacity: capacity) }
+    for hash in hashes.suffix(capacity) { _ = restored.insert(hash, id: nil, capacity: capacity) }
+    for hash in kept.oldestFirst { _ = restored.insert(hash, id: nil, capacity: capacity) }
+    if keepsNewest { restored.newest = kept.newest ?? newestID }
     recent[index] = restored
-    if newest[index].isEmpty, let newestID { newest[index] = newestID }
   }
 
   /// Whether `id` is among `room`'s recent ids (nothing changes).
@@ -95,22 +98,38 @@ struct DedupeWindow {
     return recent[index].contains(hasher.hash(id))
   }
 
-  /// The newest id of `room`, as it was inserted last (the position a backend replays from).
+  /// The newest id of `room`, as it was inserted last (the position a backend replays from),
+  /// when the window keeps it, or as the store's tail held it at start.
   func newestID(room: [UInt8]?) -> [UInt8]? {
-    find(room ?? []).index.flatMap { newest[$0].isEmpty ? nil : newest[$0] }
+    find(room ?? []).index.flatMap { recent[$0].newest }
   }
 
   private var mask: Int { roomSlots.count - 1 }
 
   /// `room`'s index if it has one, and the slot it is in or would take.
   private func find(_ room: [UInt8]) -> (index: Int?, slot: Int) {
-    let hash = FNV1a.hash32(room)
-    var slot = Int(hash) & mask
-    while true {
-      let index = Int(roomSlots[slot])
-      if index < 0 { return (nil, slot) }
-      if roomHashes[index] == hash && rooms[index] == room { return (index, slot) }
-      slot = (slot + 1) & mask
+    let hash = Self.roomHash(room)
+    let mask = self.mask
+    return roomSlots.withUnsafeBufferPointer { slots in
+      roomHashes.withUnsafeBufferPointer { hashes in
+        var slot = Int(hash) & mask
+        while true {
+          let index = Int(slots[slot])
+          if index < 0 { return (nil, slot) }
+          if hashes[index] == hash && rooms[index] == room { return (index, slot) }
+          slot = (slot + 1) & mask
+        }
+      }
+    }
+  }
+
+  /// A room's FNV-1a hash, read through a pointer (a room is a few bytes).
+  @inline(__always)
+  private static func roomHash(_ room: [UInt8]) -> UInt32 {
+    room.withUnsafeBufferPointer { bytes in
+      var hash = FNV1a.basis32
+      for byte in bytes { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+      return hash
     }
   }
 
@@ -124,20 +143,18 @@ struct DedupeWindow {
     }
     if rooms.count < maxRooms {
       rooms.append(room)
-      roomHashes.append(FNV1a.hash32(room))
+      roomHashes.append(Self.roomHash(room))
       lastSeen.append(clock)
       recent.append(RecentIDs())
-      newest.append([])
       roomSlots[found.slot] = Int32(rooms.count - 1)
       return rooms.count - 1
     }
     // Rare: the slots are simply laid out again.
     let index = lastSeen.indices.min { lastSeen[$0] < lastSeen[$1] } ?? 0
     rooms[index] = room
-    roomHashes[index] = FNV1a.hash32(room)
+    roomHashes[index] = Self.roomHash(room)
     lastSeen[index] = clock
     recent[index] = RecentIDs()
-    newest[index] = []
     roomSlots = Array(repeating: -1, count: roomSlots.count)
     for (i, hash) in roomHashes.enumerated() {
       var slot = Int(hash) & mask
@@ -148,97 +165,54 @@ struct DedupeWindow {
   }
 }
 
-/// The window's id hash: FNV-1a from a secret basis, a value that may cross threads.
+/// The window's id hash from a per-process secret basis, a value that may cross threads.
+///
+/// Eight bytes a step, each word mixed by a multiply and a shift (the last word padded with
+/// zeros, the length mixed in): an id is hashed for every inbound message, and a byte at a
+/// time cost several times as much for a typical id.
 struct IDHasher: Sendable {
   let basis: UInt64
 
   /// The hash under which `id` is kept.
-  func hash(_ id: some Collection<UInt8>) -> UInt64 { FNV1a.hash64(id, basis: basis) }
+  func hash(_ id: some Collection<UInt8>) -> UInt64 {
+    Array(id).withUnsafeBytes { hash($0) }
+  }
 
   /// The hash of bytes read where they lie.
-  func hash(_ id: UnsafeRawBufferPointer) -> UInt64 { FNV1a.hash64(id, basis: basis) }
-}
-
-/// One room's recent ids: their hashes in arrival order (a ring) and an open-addressing table
-/// of positions in the ring for lookups, both grown as ids come, up to the window's capacity.
-private struct RecentIDs {
-  /// Hashes, oldest at `head` once the ring is full.
-  private var ring: [UInt64] = []
-  private var head = 0
-  /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
-  /// of two at least 4/3 of the ids it holds.
-  private var table: [UInt32] = Array(repeating: RecentIDs.empty, count: 16)
-  private static let empty = UInt32.max
-
-  var count: Int { ring.count }
-
-  /// The hashes, oldest first.
-  var oldestFirst: [UInt64] { Array(ring[head...] + ring[..<head]) }
-
-  func contains(_ hash: UInt64) -> Bool { slot(of: hash).found }
-
-  mutating func insert(_ hash: UInt64, capacity: Int) -> Bool {
-    let probe = slot(of: hash)
-    if probe.found { return false }
-    if ring.count < capacity {
-      ring.append(hash)
-      if ring.count * 4 > table.count * 3 {
-        rebuildTable(size: table.count * 2)
-      } else {
-        table[probe.slot] = UInt32(ring.count - 1)
+  @inline(__always)
+  func hash(_ id: UnsafeRawBufferPointer) -> UInt64 {
+    var hash = basis ^ UInt64(id.count) &* 0x9E37_79B9_7F4A_7C15
+    guard let base = id.baseAddress else { return Self.finish(hash) }
+    var offset = 0
+    while offset + 8 <= id.count {
+      hash = Self.mix(hash, base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+      offset += 8
+    }
+    if offset < id.count {
+      // The last bytes, little-endian: a call to memcpy would cost more than they do.
+      var last: UInt64 = 0
+      var shift: UInt64 = 0
+      while offset < id.count {
+        last |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
+        shift += 8
+        offset += 1
       }
-      return true
+      hash = Self.mix(hash, last)
     }
-    // Full: the oldest leaves, the new one takes its place in the ring.
-    remove(ring[head])
-    ring[head] = hash
-    place(UInt32(head))
-    head = (head + 1) % ring.count
-    return true
+    return Self.finish(hash)
   }
 
-  private var mask: Int { table.count - 1 }
-
-  /// Where `hash` is, or the free slot it would take.
-  private func slot(of hash: UInt64) -> (slot: Int, found: Bool) {
-    var slot = Int(truncatingIfNeeded: hash) & mask
-    while true {
-      let position = table[slot]
-      if position == Self.empty { return (slot, false) }
-      if ring[Int(position)] == hash { return (slot, true) }
-      slot = (slot + 1) & mask
-    }
+  @inline(__always)
+  private static func mix(_ hash: UInt64, _ word: UInt64) -> UInt64 {
+    let mixed = (hash ^ word) &* 0xFF51_AFD7_ED55_8CCD
+    return mixed ^ (mixed >> 32)
   }
 
-  private mutating func place(_ position: UInt32) {
-    var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
-    while table[slot] != Self.empty { slot = (slot + 1) & mask }
-    table[slot] = position
-  }
-
-  /// Removes `hash` from the table, moving later entries of its probe run back into the gap
-  /// (deletion without tombstones keeps lookups short however long the room lives).
-  private mutating func remove(_ hash: UInt64) {
-    let found = slot(of: hash)
-    guard found.found else { return }
-    var gap = found.slot
-    var slot = (gap + 1) & mask
-    while table[slot] != Self.empty {
-      let home = Int(truncatingIfNeeded: ring[Int(table[slot])]) & mask
-      // The entry may move into the gap unless its home lies cyclically in (gap, slot].
-      let distanceToHome = (slot - home) & mask
-      let distanceToGap = (slot - gap) & mask
-      if distanceToHome >= distanceToGap {
-        table[gap] = table[slot]
-        gap = slot
-      }
-      slot = (slot + 1) & mask
-    }
-    table[gap] = Self.empty
-  }
-
-  private mutating func rebuildTable(size: Int) {
-    table = Array(repeating: Self.empty, count: size)
-    for position in ring.indices { place(UInt32(position)) }
+  @inline(__always)
+  private static func finish(_ hash: UInt64) -> UInt64 {
+    var h = hash
+    h ^= h >> 33
+    h = h &* 0xC4CE_B9FE_1A85_EC53
+    return h ^ (h >> 33)
   }
 }

@@ -13,8 +13,8 @@ struct StoreDedupe {
   /// Who waits for the window to be filled from the store; nil once it is.
   var waiters: [() -> Void]? = []
 
-  init(capacity: Int) {
-    window = DedupeWindow(capacity: capacity)
+  init(capacity: Int, keepsNewest: Bool) {
+    window = DedupeWindow(capacity: capacity, keepsNewest: keepsNewest)
   }
 }
 
@@ -36,14 +36,16 @@ extension MessageStore {
           scan: scan, time: time)
         return (seq, false)
       }
-      return id.withBytes(in: raw) { idBytes in
+      return id.withBytes(payload: raw, meta: meta) { idBytes in
         if !dedupe.window.insert(room: room, id: idBytes) {
           dedupe.dropped += 1
           return (lastSeq, true)
         }
+        // An id read where it lies, without escapes, is a JSON string's content or a
+        // number's digits: quoted as it is, it is a JSON string again.
         let seq = append(
-          direction: .inbound, room: room, messageID: idBytes, meta: meta, payload: raw,
-          isText: payload.isText, scan: scan, time: time)
+          direction: .inbound, room: room, messageID: idBytes, messageIDIsPlain: !id.escaped,
+          meta: meta, payload: raw, isText: payload.isText, scan: scan, time: time)
         return (seq, false)
       }
     }

@@ -19,6 +19,9 @@ extension MessageStore {
     /// Whether the protocol is told where message ids are, so the window is filled from the
     /// store at start; without ids there is nothing to read.
     public var idsConfigured = true
+    /// Whether joins name a room's newest stored id (`SinceField=`), so the dedupe window
+    /// keeps each room's as text.
+    public var keepsNewestIDs = true
 
     /// Creates options.
     public init(
@@ -47,6 +50,7 @@ extension MessageStore {
       idsConfigured =
         !configuration.envelope.idField.isEmpty || !configuration.stompIDHeader.isEmpty
         || !configuration.mqttIDProperty.isEmpty
+      keepsNewestIDs = !configuration.envelope.sinceField.isEmpty
     }
   }
 }

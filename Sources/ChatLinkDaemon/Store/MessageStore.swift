@@ -9,8 +9,8 @@ import WebSocket
 /// Records are formatted on the loop into a buffer; a disk thread writes them and, under
 /// `Sync=batch`, a second thread fsyncs what was written (group commit) while the next chunks
 /// are written (each one's writeback started as it is written, so the fsync finds little left),
-/// so neither a slow fsync nor a full disk delays the loop. A record is durable
-/// once `durableSeq` reaches its seq. On a write error (e.g. disk full) nothing partial stays
+/// so neither a slow fsync nor a full disk delays the loop. A record is durable once `durableSeq`
+/// reaches its seq. On a write error (e.g. disk full) nothing partial stays
 /// in the file; the records wait in memory and are retried until the disk takes them. A failed
 /// fsync is retried as an fsync: the lines are in the file once.
 public final class MessageStore {
@@ -93,7 +93,7 @@ public final class MessageStore {
       directory: options.directory, name: Self.fileName, maxFileSize: options.maxFileSize,
       maxFiles: options.maxFiles)
     recovery = try Self.recover(log, maxFiles: options.maxFiles)
-    dedupe = StoreDedupe(capacity: options.dedupeWindow)
+    dedupe = StoreDedupe(capacity: options.dedupeWindow, keepsNewest: options.keepsNewestIDs)
     lastSeq = recovery.lastSeq
     writtenSeq = lastSeq
     durableSeq = lastSeq
@@ -153,16 +153,16 @@ public final class MessageStore {
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
-    messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]? = nil,
-    payload: UnsafeRawBufferPointer, isText: Bool, scan: PayloadScan = .unscanned,
-    time: Timestamp = .now()
+    messageID: UnsafeRawBufferPointer? = nil, messageIDIsPlain: Bool = false,
+    meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer, isText: Bool,
+    scan: PayloadScan = .unscanned, time: Timestamp = .now()
   ) -> UInt64 {
     lastSeq += 1
     let before = buffer.count
     StoreRecord.appendLine(
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
-      messageID: messageID, meta: meta, payload: payload, isText: isText, scan: scan,
-      to: &buffer, formatter: &timeFormatter)
+      messageID: messageID, messageIDIsPlain: messageIDIsPlain, meta: meta, payload: payload,
+      isText: isText, scan: scan, to: &buffer, formatter: &timeFormatter)
     let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq

@@ -116,12 +116,12 @@ public struct StoreRecord: Sendable, Hashable {
   /// (`make profile`'s stages).
   @inline(never)
   ///
-  /// `messageID` is an inbound message's id (its text, written as a JSON string); `clientID` an
-  /// outbound one's.
+  /// `messageID` is an inbound message's id (its text, written as a JSON string; with
+  /// `messageIDIsPlain` it is known to need no escapes); `clientID` an outbound one's.
   static func appendLine(
     seq: UInt64, time: Timestamp, direction: Direction, room: [UInt8]?, clientID: ClientID?,
-    messageID: UnsafeRawBufferPointer? = nil, meta: [UInt8]?, payload raw: UnsafeRawBufferPointer,
-    isText: Bool,
+    messageID: UnsafeRawBufferPointer? = nil, messageIDIsPlain: Bool = false, meta: [UInt8]?,
+    payload raw: UnsafeRawBufferPointer, isText: Bool,
     scan: PayloadScan, to out: inout [UInt8], formatter: inout TimestampFormatter
   ) {
     let prefixBytes = 64 + TimestampFormatter.length + (room?.count ?? 4)
@@ -135,7 +135,7 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
-    let id = RecordID(clientID: clientID, messageID: messageID)
+    let id = RecordID(clientID: clientID, messageID: messageID, plain: messageIDIsPlain)
     guard isText else {
       out.append(maxCount: prefixBytes, writePrefix)
       appendBinary(raw, id, meta, to: &out)
@@ -291,13 +291,13 @@ public struct StoreRecord: Sendable, Hashable {
 /// as the backend gave it (its text).
 private enum RecordID {
   case client(ClientID)
-  case message(UnsafeRawBufferPointer)
+  case message(UnsafeRawBufferPointer, plain: Bool)
 
-  init?(clientID: ClientID?, messageID: UnsafeRawBufferPointer?) {
+  init?(clientID: ClientID?, messageID: UnsafeRawBufferPointer?, plain: Bool = false) {
     if let clientID {
       self = .client(clientID)
     } else if let messageID {
-      self = .message(messageID)
+      self = .message(messageID, plain: plain)
     } else {
       return nil
     }
@@ -307,7 +307,7 @@ private enum RecordID {
   var utf8Count: Int {
     switch self {
     case .client(let id): id.utf8Count
-    case .message(let bytes): bytes.count
+    case .message(let bytes, _): bytes.count
     }
   }
 
@@ -315,7 +315,8 @@ private enum RecordID {
   var isPlain: Bool {
     switch self {
     case .client(let id): id.isPlain
-    case .message(let bytes): JSONString.isPlain(bytes.assumingMemoryBound(to: UInt8.self))
+    case .message(let bytes, let plain):
+      plain || JSONString.isPlain(bytes.assumingMemoryBound(to: UInt8.self))
     }
   }
 
@@ -323,7 +324,7 @@ private enum RecordID {
   func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
     switch self {
     case .client(let id): id.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-    case .message(let bytes): body(bytes)
+    case .message(let bytes, _): body(bytes)
     }
   }
 
@@ -331,7 +332,7 @@ private enum RecordID {
   func appendJSON(to out: inout [UInt8]) {
     switch self {
     case .client(let id): id.appendJSON(to: &out)
-    case .message(let bytes): JSONString.append(bytes, to: &out)
+    case .message(let bytes, _): JSONString.append(bytes, to: &out)
     }
   }
 }

@@ -97,13 +97,7 @@ extension MQTTProtocol {
 
   /// An inbound message: its record, acknowledged (QoS 1 and 2) once durable.
   private func received(_ message: MQTTPublish, into reading: inout ProtocolReading) {
-    var record = Self.record(message, twoStep: keepsReceipts)
-    // Looked for only when configured: a message costs nothing more without it.
-    if !settings.idProperty.isEmpty,
-      let id = Self.messageID(message.properties, named: settings.idProperty)
-    {
-      record.id = .bytes(id)
-    }
+    var record = Self.record(message, twoStep: keepsReceipts, idProperty: settings.idProperty)
     if keepsReceipts, message.qos == 2, let id = message.packetID {
       record.twoStep = TwoStepDelivery(id: id, redelivered: message.duplicate)
     }
@@ -144,7 +138,9 @@ extension MQTTProtocol {
 
   /// The record of an inbound message: the topic as the room, the payload as it came, and
   /// the MQTT details as `meta`.
-  static func record(_ message: MQTTPublish, twoStep: Bool = false) -> InboundMessage {
+  static func record(
+    _ message: MQTTPublish, twoStep: Bool = false, idProperty: String = ""
+  ) -> InboundMessage {
     // As a send's room is written (`RoomID`), so a topic "7" is the same room both ways.
     var room = RoomID(message.topic)?.json ?? []
     if room.isEmpty { JSONString.append(message.topic, to: &room) }
@@ -157,33 +153,59 @@ extension MQTTProtocol {
     } else {
       record = InboundMessage(payload: .binary(message.payload), scan: .unscanned, room: room)
     }
-    record.meta = meta(message, packetID: twoStep && message.qos == 2)
+    let meta = meta(message, packetID: twoStep && message.qos == 2, idProperty: idProperty)
+    record.meta = meta.bytes
+    record.id = meta.id
     return record
   }
 
   /// `{"qos":1,"retain":true,…}`: what the store keeps besides the payload; with `packetID`,
   /// a QoS 2 message's id, which says after a crash that it was stored
-  /// (`twoStepDelivery(meta:)`).
-  static func meta(_ message: MQTTPublish, packetID: Bool = false) -> [UInt8] {
+  /// (`twoStepDelivery(meta:)`). With `idProperty` (`[MQTT] IDProperty=`), also where in it
+  /// the message's id is: a user property's value, or `correlation_id`, the Correlation
+  /// Data as the id reads it (`messageID(_:named:)`).
+  static func meta(
+    _ message: MQTTPublish, packetID: Bool = false, idProperty: String = ""
+  ) -> (bytes: [UInt8], id: MessageIDText?) {
     let p = message.properties
-    var members: [(key: String, value: JSONValue)] = [("qos", .int(Int64(message.qos)))]
-    if packetID, let id = message.packetID { members.append(("packet_id", .int(Int64(id)))) }
-    if message.retain { members.append(("retain", .bool(true))) }
-    if message.duplicate { members.append(("dup", .bool(true))) }
-    if let value = p.contentType { members.append(("content_type", .string(value))) }
-    if let value = p.responseTopic { members.append(("response_topic", .string(value))) }
+    var meta = MetaWriter()
+    meta.member("qos", .int(Int64(message.qos)))
+    if packetID, let id = message.packetID { meta.member("packet_id", .int(Int64(id))) }
+    if message.retain { meta.member("retain", .bool(true)) }
+    if message.duplicate { meta.member("dup", .bool(true)) }
+    if let value = p.contentType { meta.member("content_type", .string(value)) }
+    if let value = p.responseTopic { meta.member("response_topic", .string(value)) }
     if let value = p.correlationData {
-      members.append(("correlation_data", .string(Base64.encode(value))))
+      meta.member("correlation_data", .string(Base64.encode(value)))
     }
+    var id: MessageIDText?
+    if idProperty == correlationDataID, let text = messageID(p, named: idProperty) {
+      id = meta.member("correlation_id", .string(String(decoding: text, as: UTF8.self)))
+    }
+    var userPropertyID = !idProperty.isEmpty && idProperty != correlationDataID
     if !p.userProperties.isEmpty {
-      let pairs = p.userProperties.map { JSONValue.array([.string($0.name), .string($0.value)]) }
-      members.append(("user_properties", .array(pairs)))
+      meta.key("user_properties")
+      meta.out.append(UInt8(ascii: "["))
+      for (i, pair) in p.userProperties.enumerated() {
+        if i > 0 { meta.out.append(UInt8(ascii: ",")) }
+        meta.out.append(UInt8(ascii: "["))
+        JSONString.append(pair.name, to: &meta.out)
+        meta.out.append(UInt8(ascii: ","))
+        let value = meta.value(.string(pair.value))
+        meta.out.append(UInt8(ascii: "]"))
+        // Of a user property given more than once, the first counts.
+        if userPropertyID, pair.name == idProperty {
+          userPropertyID = false
+          if (1...maximumIDLength).contains(pair.value.utf8.count) { id = value }
+        }
+      }
+      meta.out.append(UInt8(ascii: "]"))
     }
-    if let value = p.messageExpiry { members.append(("message_expiry", .int(Int64(value)))) }
+    if let value = p.messageExpiry { meta.member("message_expiry", .int(Int64(value))) }
     if !p.subscriptionIDs.isEmpty {
-      members.append(("subscription_ids", .array(p.subscriptionIDs.map { .int(Int64($0)) })))
+      meta.member("subscription_ids", .array(p.subscriptionIDs.map { .int(Int64($0)) }))
     }
-    return JSONValue.object(members).bytes
+    return (meta.finished(), id)
   }
 
   /// A refused CONNACK as the operator should read it.
@@ -215,5 +237,34 @@ extension MQTTProtocol {
     ]
     let name = names[code] ?? "reason code 0x\(String(code, radix: 16))"
     return reasonString.map { "\(name): \($0)" } ?? name
+  }
+}
+
+/// A JSON object written member by member, which can say where a member's string value is.
+private struct MetaWriter {
+  var out: [UInt8] = [UInt8(ascii: "{")]
+
+  mutating func key(_ key: String) {
+    if out.count > 1 { out.append(UInt8(ascii: ",")) }
+    JSONString.append(key, to: &out)
+    out.append(UInt8(ascii: ":"))
+  }
+
+  /// Appends `value`; where its text is when it is a string or a number.
+  mutating func value(_ value: JSONValue) -> MessageIDText? {
+    let start = out.count
+    value.append(to: &out)
+    return out.withUnsafeBytes { MessageID.location($0, start..<out.count, in: .meta) }
+  }
+
+  @discardableResult
+  mutating func member(_ key: String, _ value: JSONValue) -> MessageIDText? {
+    self.key(key)
+    return self.value(value)
+  }
+
+  mutating func finished() -> [UInt8] {
+    out.append(UInt8(ascii: "}"))
+    return out
   }
 }

@@ -87,8 +87,8 @@ extension STOMPProtocol {
   /// An inbound message: its record, ACKed once durable.
   private mutating func received(_ frame: STOMPFrame, into reading: inout ProtocolReading) {
     var record = Self.record(frame)
-    if !settings.idHeader.isEmpty, let id = frame[settings.idHeader], !id.isEmpty {
-      record.id = .bytes(Array(id.utf8))
+    if !settings.idHeader.isEmpty {
+      record.id = Self.messageID(in: record.meta, header: idHeaderKey)
     }
     let acknowledgement = acknowledgement(of: frame)
     if acknowledgement == nil {
@@ -198,6 +198,20 @@ extension STOMPProtocol {
     record.meta = meta(frame)
     return record
   }
+
+  /// Where the id header's value is in the record's meta (`{"headers":{NAME:"…"}}`), or nil
+  /// when the frame has none or an empty one.
+  static func messageID(in meta: [UInt8]?, header: JSONScanner.Keys) -> MessageIDText? {
+    meta?.withUnsafeBytes { raw in
+      guard
+        let scan = JSONScanner.scan(
+          raw, topLevel: headersKey, nestedIn: 0, nested: header, knownUTF8: true)
+      else { return nil }
+      return MessageID.location(raw, scan.nested[0], in: .meta)
+    }
+  }
+
+  private static let headersKey = JSONScanner.Keys(["headers"])
 
   /// `{"headers":{"message-id":"…","subscription":"sub-1",…}}`: every header but destination
   /// (the room) and content-length (the body's), the first of each name.

@@ -53,6 +53,9 @@ public struct STOMPProtocol: BackendProtocol {
   static let subscriptionPrefix = "sub-"
 
   let settings: Settings
+  /// `settings.idHeader` as the record's meta writes it (escaped as a JSON string's content),
+  /// the key a scan of the meta looks for.
+  let idHeaderKey: JSONScanner.Keys
   var decoder: STOMPDecoder
   /// CONNECTED arrived on this connection.
   var connected = false
@@ -75,6 +78,9 @@ public struct STOMPProtocol: BackendProtocol {
   /// Creates the adapter.
   public init(_ settings: Settings) {
     self.settings = settings
+    var key: [UInt8] = []
+    JSONString.append(settings.idHeader, to: &key)
+    idHeaderKey = JSONScanner.Keys([Array(key.dropFirst().dropLast())])
     decoder = STOMPDecoder(maximumFrameSize: settings.maximumFrameSize)
   }
 
