@@ -97,7 +97,7 @@ def run(report: Report) -> None:
         raise ValueError(f"{DEDUPE_N:,} messages do not fill {DEDUPE_ROOMS} windows of {DEDUPE_WINDOW:,}")
     source.build_id_flood(DEDUPE_N, MESSAGE_SIZE, DEDUPE_ROOMS, BLOBS)  # before timing anything
     meter = LoadMeter()
-    reps = max(REPS, 5)  # a 5 % bound wants more than three
+    reps = max(REPS, 7)  # a 5 % bound wants more than three, on a shared machine more than five
     trials: dict[str, list[Trial]] = {s: [] for s in SUBJECTS}
     for rep, subject in interleaved(SUBJECTS, reps):
         trial = flood_trial(subject, DEDUPE_N)
