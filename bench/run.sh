@@ -4,7 +4,7 @@
 #   bench/run.sh                  the full run (about 15 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 3 minutes
 #   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio
-#                                 mqtt stomp)
+#                                 mqtt stomp scale dedupe)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
 #   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
 #

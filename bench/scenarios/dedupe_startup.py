@@ -1,0 +1,136 @@
+"""10c. Start-up with a big store whose records carry message ids (issue 33: "start-up with a
+5M-record store and ids on stays within 2× of today's"): chatlinkd with ids on, which fills its
+dedupe window from the store's tail before the link connects, against the same store with ids
+off, and against an older build (BENCH_BASELINE_BIN, a directory with its chatlinkd) when given.
+
+"The window rebuilt" is observable without a hook: the daemon starts its link only once the
+window holds what the store held (Daemon.swift, `whenDedupeReady`), and until then GetStatus
+says `idle`. So each trial times spawn → READY=1 (sd_notify), → the first GetStatus reply, →
+the first reply whose state is past `idle` (the link started: the window rebuilt), → `open`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import gen_store
+from harness import CACHE, CHATLINKD, GOPEER, Chatlinkd, LoadMeter, Lines, median, spawn, stop
+from report import Report, check, fmt, ratio_text
+from scenarios.settings import REPS, RUN, SCALE
+from scenarios.steps import interleaved
+from scenarios.store import NotifyListener
+
+STARTUP_RECORDS = 5_000_000 // SCALE
+STARTUP_MAX_FILES = 32  # more than the id store's files: the retention removes nothing
+STARTUP_LIMIT = 2.0  # ids on within 2× of ids off (and of the baseline build)
+BASELINE = os.environ.get("BENCH_BASELINE_BIN")
+MILESTONES = ["READY=1", "control socket answers", "link started (window rebuilt)", "open"]
+EVERY_ROOM = ",".join(str(r) for r in [*range(1, 21), gen_store.RARE_ROOM])
+LABELS = {
+    "ids off": "ids off (no IDField=): no window to fill",
+    "ids on": "ids on (`IDField=msg_id`): the window filled from the newest records",
+    "ids on, every room": f"ids on, `Rooms={EVERY_ROOM}`: the rare room's ids looked up through the room "
+                          "indexes, back to the store's oldest file (the worst case)",
+    "baseline": f"baseline build ({BASELINE}), no IDField=",
+}
+
+
+def startup_trial(daemon: Chatlinkd, binary: Path, notify: NotifyListener) -> dict[str, float]:
+    """One start: the milestones' times after spawn, in seconds; then a clean stop."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("LISTEN_FDS", "LISTEN_PID")}
+    clean["NOTIFY_SOCKET"] = notify.path
+    t0 = time.monotonic()
+    daemon.proc = spawn([binary, "--config", daemon.config], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, env=clean)
+    times = {"READY=1": notify.wait_ready() - t0}
+    client = daemon.client()
+    state = client.status()["state"]
+    times["control socket answers"] = time.monotonic() - t0
+    deadline = t0 + 120
+    while state == "idle" and time.monotonic() < deadline:
+        time.sleep(0.0005)
+        state = client.status()["state"]
+    times["link started (window rebuilt)"] = time.monotonic() - t0
+    while state != "open" and time.monotonic() < deadline:
+        time.sleep(0.0005)
+        state = client.status()["state"]
+    times["open"] = time.monotonic() - t0
+    client.close()
+    daemon.stop()
+    if state != "open":
+        raise RuntimeError(f"{binary}: not connected within 120 s of its start")
+    return times
+
+
+def run(report: Report) -> None:
+    store_dir = CACHE / "bigstore-ids" / "state"
+    t0 = time.monotonic()
+    files = gen_store.generate(store_dir, STARTUP_RECORDS, ids=True)
+    size = sum(f.stat().st_size for f in files)
+    report.progress(f"id store: {len(files)} files, {size / 1e9:.2f} GB "
+                    f"({time.monotonic() - t0:.0f} s to generate or find)")
+    meter = LoadMeter()
+    work = RUN / "dedupe-startup"
+    shutil.rmtree(work, ignore_errors=True)
+    backend = spawn([GOPEER, "count", "-n", 0])
+    port = Lines(backend).expect(lambda l: int(l.split()[1]) if l.startswith("port ") else None, 15, "port")
+    url = f"ws://127.0.0.1:{port}/"
+    store = {"Directory": store_dir, "MaxFiles": STARTUP_MAX_FILES}
+    subjects = {
+        "ids off": (CHATLINKD, Chatlinkd(work / "off", url, Store=store)),
+        "ids on": (CHATLINKD, Chatlinkd(work / "on", url, Store=store, Envelope={"IDField": "msg_id"})),
+        "ids on, every room": (CHATLINKD, Chatlinkd(work / "rooms", url, Store=store, Backend={"Rooms": EVERY_ROOM},
+                                                    Envelope={"IDField": "msg_id"})),
+    }
+    if BASELINE:
+        subjects["baseline"] = (Path(BASELINE) / "chatlinkd", Chatlinkd(work / "baseline", url, Store=store))
+    for _, daemon in subjects.values():
+        daemon.store = store_dir
+    subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)  # a warm page cache
+    notify = NotifyListener(RUN / "notify-dedupe.sock")
+    # Untimed first starts: the live file's room index, and the rotated files' ones the worst
+    # case looks up, are written once (as a store that has run before has them).
+    for binary, daemon in subjects.values():
+        startup_trial(daemon, binary, notify)
+    reps = max(REPS, 5)
+    times: dict[str, list[dict[str, float]]] = {s: [] for s in subjects}
+    for rep, subject in interleaved(list(subjects), reps):
+        binary, daemon = subjects[subject]
+        times[subject].append(startup_trial(daemon, binary, notify))
+        report.progress(f"dedupe start-up rep {rep + 1} {subject}: " + ", ".join(
+            f"{k} {v * 1000:.1f} ms" for k, v in times[subject][-1].items()))
+    stop(backend)
+    load = meter.stop()
+
+    def med(subject, milestone):
+        return median(t[milestone] for t in times[subject]) * 1000
+
+    rows = [[LABELS[s], *(fmt(med(s, m), 1) for m in MILESTONES),
+             ratio_text(med(s, MILESTONES[2]), med("ids off", MILESTONES[2]))] for s in subjects]
+    report.table(
+        f"10c. Start-up with {STARTUP_RECORDS:,} records with ids in {len(files)} files ({size / 1e9:.2f} GB, "
+        f"20 rooms and a rare one), warm cache: ms from spawn, median of {reps}",
+        ["chatlinkd", *(f"{m} ms" for m in MILESTONES), "link started ÷ ids off"],
+        rows,
+    )
+    checks = []
+    references = ["ids off"] + (["baseline"] if BASELINE else [])
+    for reference in references:
+        for milestone in (MILESTONES[0], MILESTONES[2]):
+            ours, theirs = med("ids on", milestone), med(reference, milestone)
+            checks.append(check(f"start-up with ids on ≤ {STARTUP_LIMIT:.0f}× {reference}'s, {milestone}: "
+                                f"{ours:.1f} vs {theirs:.1f} ms = {ours / theirs:.2f}×",
+                                ours <= STARTUP_LIMIT * theirs))
+    report.targets(checks)
+    report.note(
+        "The store is `gen_store.py --ids`: every record has the backend's id (`\"id\":\"m-…\"` after its "
+        "`\"type\"`, and `\"msg_id\"` in the event's data). With ids on the daemon reads the newest 200,000 "
+        "records on its disk thread and fills each room's window (20 rooms × 10,000 ids) before its link "
+        "starts; READY=1 does not wait for that, the link does. The link-started time is the first GetStatus "
+        "reply (polled every 0.5 ms on one connection) whose state is past `idle`: with ids off that is the "
+        "first reply. `open` adds the WebSocket handshake with a local Go backend. "
+        + ("" if BASELINE else "No baseline build was given (BENCH_BASELINE_BIN=DIR adds one)."))
+    report.load(load)
