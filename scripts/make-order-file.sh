@@ -14,7 +14,8 @@
 # saw run:
 #   1. start-up, a status query, keepalive pings and a quiet minute's work, then a clean stop:
 #      what a long-lived idle daemon keeps resident;
-#   2. then, not already listed, what an inbound flood, sends and a history query add.
+#   2. then, not already listed, what an inbound flood (its message ids read into the dedupe
+#      window, as catch-up has them), sends and a history query add.
 # Only functions defined in chatlinkd are kept. A stale order costs memory, never correctness:
 # lld places functions it does not find in their usual order. build-release.sh says how much of
 # the order it found; rerun this script when that drops (new or renamed hot functions).
@@ -49,10 +50,11 @@ start_devserver() {
   exit 1
 }
 
-# run_phase NAME SCRIPT: chatlinkd under callgrind against $port; SCRIPT runs while it is up
-# (with $ctl as the control command), then chatlinkd is stopped with SIGTERM, as systemd does.
+# run_phase NAME SCRIPT [CONF]: chatlinkd under callgrind against $port, with CONF added to its
+# configuration; SCRIPT runs while it is up (with $ctl as the control command), then chatlinkd is
+# stopped with SIGTERM, as systemd does.
 run_phase() {
-  local name=$1 script=$2 dir=$work/$1
+  local name=$1 script=$2 extra=${3:-} dir=$work/$1
   mkdir -p "$dir"
   cat >"$dir/chatlinkd.conf" <<EOF
 [Backend]
@@ -65,6 +67,7 @@ Directory=$dir/state
 Socket=$dir/control.sock
 [Daemon]
 LogLevel=notice
+$extra
 EOF
   env -u NOTIFY_SOCKET -u LISTEN_FDS -u LISTEN_PID valgrind --tool=callgrind --demangle=no \
     --compress-strings=no --separate-recs=1 --callgrind-out-file="$dir/callgrind.out" \
@@ -93,7 +96,9 @@ run_phase flood '
     sleep 0.2
   done
   printf "hello %s\n" 1 2 3 | $ctl send --room 7 - >/dev/null
-  $ctl history --room 7 --limit 100 >/dev/null'
+  $ctl history --room 7 --limit 100 >/dev/null' '[Envelope]
+IDField=msg_id
+SinceField=since'
 
 nm --defined-only "$bin/chatlinkd" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$work/defined"
 {
