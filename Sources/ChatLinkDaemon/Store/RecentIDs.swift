@@ -1,18 +1,19 @@
-/// One room's recent ids for `DedupeWindow`: their hashes in arrival order (a ring), an
-/// open-addressing table of ring positions for lookups, and the newest id's bytes.
+/// One room's recent ids for `DedupeWindow`: their hashes in arrival order (a ring), the same
+/// hashes in an open-addressing table for lookups, and the newest id's bytes.
 ///
-/// An insert into a full ring is the common case of a long flood: it reads and writes both
-/// arrays through one pointer each, lent for the call, so that the lookup, the oldest id's
-/// removal and the new one's placement cost no bounds or uniqueness checks beyond the first.
+/// The table holds the hashes themselves, so a lookup compares slots where they lie: with 10
+/// rooms' windows full (about 1.8 MB, more than a core's L2), every probe into a table of ring
+/// positions also read the ring at random, a second cache miss for each id looked up, evicted
+/// or moved. An insert into a full ring now costs two: the new id's probe and the oldest's.
+/// The table is sized for its ids at most 4/5 full, in any size rather than a power of two
+/// (`slot(home:)` maps a hash onto it with a multiply), so a full room takes about 180 KiB.
 struct RecentIDs {
   /// Hashes, oldest at `head` once the ring is full. It grows by doubling up to the window's
   /// capacity, never past it: a full room holds no spare slots.
   private var ring: [UInt64] = []
   private var head = 0
-  /// Ring positions by hash (linear probing); `empty` marks a free slot. Its size is a power
-  /// of two at least 4/3 of the ids it holds.
-  private var table: [UInt32] = Array(repeating: RecentIDs.empty, count: 16)
-  private static let empty = UInt32.max
+  /// The hashes by slot (linear probing); 0 marks a free slot (a hash of 0 is kept as 1).
+  private var table = [UInt64](repeating: 0, count: 16)
   /// The newest id inserted with its bytes, or one `DedupeWindow.restore` gave.
   var newest: [UInt8]?
 
@@ -23,30 +24,28 @@ struct RecentIDs {
   var oldestFirst: [UInt64] { Array(ring[head...] + ring[..<head]) }
 
   func contains(_ hash: UInt64) -> Bool {
-    ring.withUnsafeBufferPointer { ring in
-      table.withUnsafeBufferPointer { table in Self.slot(of: hash, ring, table).found }
-    }
+    table.withUnsafeBufferPointer { Self.probe(Self.stored(hash), $0).found }
   }
 
   /// Adds `hash` unless it is there (false then); `id`, when given, becomes the newest id.
   mutating func insert(_ hash: UInt64, id: UnsafeRawBufferPointer?, capacity: Int) -> Bool {
+    let hash = Self.stored(hash)
     let inserted: Bool
     if ring.count < capacity {
       inserted = grow(hash, capacity: capacity)
     } else {
-      let head = self.head
-      inserted = ring.withUnsafeMutableBufferPointer { ring in
-        table.withUnsafeMutableBufferPointer { table in
-          guard !Self.slot(of: hash, UnsafeBufferPointer(ring), UnsafeBufferPointer(table)).found
-          else { return false }
-          // Full: the oldest leaves, the new one takes its place in the ring.
-          Self.remove(position: UInt32(head), ring, table)
-          ring[head] = hash
-          Self.place(UInt32(head), ring, table)
-          return true
-        }
+      let oldest = ring[head]
+      inserted = table.withUnsafeMutableBufferPointer { table in
+        guard !Self.probe(hash, UnsafeBufferPointer(table)).found else { return false }
+        // Full: the oldest leaves, the new one takes its place in the ring.
+        Self.remove(oldest, table)
+        Self.place(hash, table)
+        return true
       }
-      if inserted { self.head = head + 1 == ring.count ? 0 : head + 1 }
+      if inserted {
+        ring[head] = hash
+        head = head + 1 == ring.count ? 0 : head + 1
+      }
     }
     if inserted, let id { keepNewest(id) }
     return inserted
@@ -54,21 +53,19 @@ struct RecentIDs {
 
   /// An insert while the ring is not full yet.
   private mutating func grow(_ hash: UInt64, capacity: Int) -> Bool {
-    let probe = ring.withUnsafeBufferPointer { ring in
-      table.withUnsafeBufferPointer { table in Self.slot(of: hash, ring, table) }
-    }
+    let probe = table.withUnsafeBufferPointer { Self.probe(hash, $0) }
     guard !probe.found else { return false }
     if ring.count == ring.capacity { ring.reserveCapacity(min(capacity, max(16, ring.count * 2))) }
     ring.append(hash)
-    if ring.count * 4 <= table.count * 3 {
-      table[probe.slot] = UInt32(ring.count - 1)
+    if ring.count * 5 <= table.count * 4 {
+      table[probe.slot] = hash
       return true
     }
-    table = Array(repeating: Self.empty, count: table.count * 2)
-    ring.withUnsafeMutableBufferPointer { ring in
-      table.withUnsafeMutableBufferPointer { table in
-        for position in ring.indices { Self.place(UInt32(position), ring, table) }
-      }
+    // At most 4/5 full, and no bigger than the full window needs.
+    let size = min(table.count * 2, max(16, (capacity * 5 + 3) / 4))
+    table = [UInt64](repeating: 0, count: max(size, (ring.count * 5 + 3) / 4))
+    table.withUnsafeMutableBufferPointer { table in
+      for hash in ring { Self.place(hash, table) }
     }
     return true
   }
@@ -83,57 +80,57 @@ struct RecentIDs {
     newest?.withUnsafeMutableBytes { $0.baseAddress?.copyMemory(from: from, byteCount: id.count) }
   }
 
+  /// The hash as the table keeps it: never 0, which marks a free slot.
+  @inline(__always)
+  private static func stored(_ hash: UInt64) -> UInt64 { hash == 0 ? 1 : hash }
+
+  /// Where `hash` would sit in a table of `size` slots if nothing were in the way: the high
+  /// word of their product, which spreads hashes over any size.
+  @inline(__always)
+  private static func home(_ hash: UInt64, _ size: Int) -> Int {
+    Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(size)).high)
+  }
+
   /// Where `hash` is, or the free slot it would take.
   @inline(__always)
-  private static func slot(
-    of hash: UInt64, _ ring: UnsafeBufferPointer<UInt64>, _ table: UnsafeBufferPointer<UInt32>
-  ) -> (slot: Int, found: Bool) {
-    let mask = table.count - 1
-    var slot = Int(truncatingIfNeeded: hash) & mask
+  private static func probe(_ hash: UInt64, _ table: UnsafeBufferPointer<UInt64>) -> (
+    slot: Int, found: Bool
+  ) {
+    var slot = home(hash, table.count)
     while true {
-      let position = table[slot]
-      if position == empty { return (slot, false) }
-      if ring[Int(position)] == hash { return (slot, true) }
-      slot = (slot + 1) & mask
+      let held = table[slot]
+      if held == 0 { return (slot, false) }
+      if held == hash { return (slot, true) }
+      slot = slot + 1 == table.count ? 0 : slot + 1
     }
   }
 
   @inline(__always)
-  private static func place(
-    _ position: UInt32, _ ring: UnsafeMutableBufferPointer<UInt64>,
-    _ table: UnsafeMutableBufferPointer<UInt32>
-  ) {
-    let mask = table.count - 1
-    var slot = Int(truncatingIfNeeded: ring[Int(position)]) & mask
-    while table[slot] != empty { slot = (slot + 1) & mask }
-    table[slot] = position
+  private static func place(_ hash: UInt64, _ table: UnsafeMutableBufferPointer<UInt64>) {
+    let slot = probe(hash, UnsafeBufferPointer(table)).slot
+    table[slot] = hash
   }
 
-  /// Removes the ring position `position` from the table, moving later entries of its probe
-  /// run back into the gap (deletion without tombstones keeps lookups short however long the
-  /// room lives).
+  /// Removes `hash` from the table, moving later entries of its probe run back into the gap
+  /// (deletion without tombstones keeps lookups short however long the room lives).
   @inline(__always)
-  private static func remove(
-    position: UInt32, _ ring: UnsafeMutableBufferPointer<UInt64>,
-    _ table: UnsafeMutableBufferPointer<UInt32>
-  ) {
-    let mask = table.count - 1
-    var gap = Int(truncatingIfNeeded: ring[Int(position)]) & mask
-    while table[gap] != position {
-      // Every position in the ring is in the table.
-      guard table[gap] != empty else { return }
-      gap = (gap + 1) & mask
-    }
-    var slot = (gap + 1) & mask
-    while table[slot] != empty {
-      let home = Int(truncatingIfNeeded: ring[Int(table[slot])]) & mask
+  private static func remove(_ hash: UInt64, _ table: UnsafeMutableBufferPointer<UInt64>) {
+    let size = table.count
+    let found = probe(hash, UnsafeBufferPointer(table))
+    guard found.found else { return }
+    var gap = found.slot
+    var slot = gap + 1 == size ? 0 : gap + 1
+    while table[slot] != 0 {
+      let entryHome = home(table[slot], size)
       // The entry may move into the gap unless its home lies cyclically in (gap, slot].
-      if (slot - home) & mask >= (slot - gap) & mask {
+      let toHome = slot >= entryHome ? slot - entryHome : slot + size - entryHome
+      let toGap = slot >= gap ? slot - gap : slot + size - gap
+      if toHome >= toGap {
         table[gap] = table[slot]
         gap = slot
       }
-      slot = (slot + 1) & mask
+      slot = slot + 1 == size ? 0 : slot + 1
     }
-    table[gap] = empty
+    table[gap] = 0
   }
 }
