@@ -2,15 +2,17 @@
 /// hashes in an open-addressing table for lookups, and the newest id's bytes.
 ///
 /// The table holds the hashes themselves, so a lookup compares slots where they lie: with 10
-/// rooms' windows full (about 1.8 MB, more than a core's L2), every probe into a table of ring
-/// positions also read the ring at random, a second cache miss for each id looked up, evicted
-/// or moved. An insert into a full ring now costs two: the new id's probe and the oldest's.
-/// The table is sized for its ids at most 4/5 full, in any size rather than a power of two
-/// (`slot(home:)` maps a hash onto it with a multiply), so a full room takes about 180 KiB.
+/// rooms' windows full (more than a core's L2), every probe into a table of ring positions also
+/// read the ring at random, a second cache miss for each id looked up, evicted or moved. An
+/// insert into a full ring now costs two: the new id's probe and the oldest's. The ring keeps
+/// only a hash's low half, from which its home slot follows (`home`), enough to find the
+/// oldest's entry in its probe run; the table is sized for its ids at most 2/3 full, in any
+/// size rather than a power of two (a multiply maps a hash onto it), so a full room of 10,000
+/// ids takes about 160 KiB.
 struct RecentIDs {
   /// Hashes, oldest at `head` once the ring is full. It grows by doubling up to the window's
   /// capacity, never past it: a full room holds no spare slots.
-  private var ring: [UInt64] = []
+  private var ring: [UInt32] = []
   private var head = 0
   /// The hashes by slot (linear probing); 0 marks a free slot (a hash of 0 is kept as 1).
   private var table = [UInt64](repeating: 0, count: 16)
@@ -21,7 +23,11 @@ struct RecentIDs {
   var count: Int { ring.count }
 
   /// The hashes, oldest first.
-  var oldestFirst: [UInt64] { Array(ring[head...] + ring[..<head]) }
+  var oldestFirst: [UInt64] {
+    table.withUnsafeBufferPointer { table in
+      (ring[head...] + ring[..<head]).map { Self.entry(low: $0, table) ?? UInt64($0) }
+    }
+  }
 
   func contains(_ hash: UInt64) -> Bool {
     table.withUnsafeBufferPointer { Self.probe(Self.stored(hash), $0).found }
@@ -38,12 +44,12 @@ struct RecentIDs {
       inserted = table.withUnsafeMutableBufferPointer { table in
         guard !Self.probe(hash, UnsafeBufferPointer(table)).found else { return false }
         // Full: the oldest leaves, the new one takes its place in the ring.
-        Self.remove(oldest, table)
+        Self.remove(low: oldest, table)
         Self.place(hash, table)
         return true
       }
       if inserted {
-        ring[head] = hash
+        ring[head] = UInt32(truncatingIfNeeded: hash)
         head = head + 1 == ring.count ? 0 : head + 1
       }
     }
@@ -56,16 +62,18 @@ struct RecentIDs {
     let probe = table.withUnsafeBufferPointer { Self.probe(hash, $0) }
     guard !probe.found else { return false }
     if ring.count == ring.capacity { ring.reserveCapacity(min(capacity, max(16, ring.count * 2))) }
-    ring.append(hash)
-    if ring.count * 5 <= table.count * 4 {
+    ring.append(UInt32(truncatingIfNeeded: hash))
+    if ring.count * 3 <= table.count * 2 {
       table[probe.slot] = hash
       return true
     }
-    // At most 4/5 full, and no bigger than the full window needs.
-    let size = min(table.count * 2, max(16, (capacity * 5 + 3) / 4))
-    table = [UInt64](repeating: 0, count: max(size, (ring.count * 5 + 3) / 4))
+    // At most 2/3 full, and no bigger than the full window needs.
+    let old = table
+    let size = min(table.count * 2, max(16, (capacity * 3 + 1) / 2))
+    table = [UInt64](repeating: 0, count: max(size, (ring.count * 3 + 1) / 2))
     table.withUnsafeMutableBufferPointer { table in
-      for hash in ring { Self.place(hash, table) }
+      for held in old where held != 0 { Self.place(held, table) }
+      Self.place(hash, table)
     }
     return true
   }
@@ -84,11 +92,21 @@ struct RecentIDs {
   @inline(__always)
   private static func stored(_ hash: UInt64) -> UInt64 { hash == 0 ? 1 : hash }
 
-  /// Where `hash` would sit in a table of `size` slots if nothing were in the way: the high
-  /// word of their product, which spreads hashes over any size.
+  /// Where a hash would sit in a table of `size` slots if nothing were in the way, from its
+  /// low half (all the ring keeps): their product's high word spreads hashes over any size.
   @inline(__always)
   private static func home(_ hash: UInt64, _ size: Int) -> Int {
-    Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(size)).high)
+    Int(truncatingIfNeeded: (UInt64(UInt32(truncatingIfNeeded: hash)) &* UInt64(size)) >> 32)
+  }
+
+  /// The table's hash whose low half is `low`, if any.
+  private static func entry(low: UInt32, _ table: UnsafeBufferPointer<UInt64>) -> UInt64? {
+    var slot = home(UInt64(low), table.count)
+    while table[slot] != 0 {
+      if UInt32(truncatingIfNeeded: table[slot]) == low { return table[slot] }
+      slot = slot + 1 == table.count ? 0 : slot + 1
+    }
+    return nil
   }
 
   /// Where `hash` is, or the free slot it would take.
@@ -111,14 +129,19 @@ struct RecentIDs {
     table[slot] = hash
   }
 
-  /// Removes `hash` from the table, moving later entries of its probe run back into the gap
-  /// (deletion without tombstones keeps lookups short however long the room lives).
+  /// Removes the hash whose low half is `low` from the table (the first of its probe run: two
+  /// of a room's ids whose hashes share 32 bits and a run are about one in 2³² a pair), moving
+  /// later entries of its run back into the gap (deletion without tombstones keeps lookups short
+  /// however long the room lives).
   @inline(__always)
-  private static func remove(_ hash: UInt64, _ table: UnsafeMutableBufferPointer<UInt64>) {
+  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) {
     let size = table.count
-    let found = probe(hash, UnsafeBufferPointer(table))
-    guard found.found else { return }
-    var gap = found.slot
+    var gap = home(UInt64(low), size)
+    while UInt32(truncatingIfNeeded: table[gap]) != low || table[gap] == 0 {
+      // Every hash in the ring is in the table.
+      guard table[gap] != 0 else { return }
+      gap = gap + 1 == size ? 0 : gap + 1
+    }
     var slot = gap + 1 == size ? 0 : gap + 1
     while table[slot] != 0 {
       let entryHome = home(table[slot], size)
