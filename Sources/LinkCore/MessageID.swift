@@ -39,26 +39,26 @@ public struct MessageIDText: Sendable, Hashable {
     self.end = UInt32(range.upperBound)
   }
 
-  /// The furthest into its bytes an id may start (64 MiB) and the longest it may be (64 KiB),
-  /// so that `packed` fits in 44 bits. An id beyond is none: its message is stored without
-  /// being checked for duplicates.
-  public static let maximumStart = 1 << 26 - 1
-  public static let maximumLength = 1 << 16 - 1
+  /// The furthest into its bytes an id may start (32 MiB, twice the default MaxMessageSize=)
+  /// and the longest it may be (128 KiB), so that `packed` fits in 44 bits. An id beyond is
+  /// none: its message is stored without being checked for duplicates.
+  public static let maximumStart = 1 << 25 - 1
+  public static let maximumLength = 1 << 17 - 1
 
   /// The id in 44 bits, never 0 (an id is not empty): its start, its length, where it is and
   /// whether it has escapes.
   @inlinable @inline(__always)
   var packed: UInt64 {
-    UInt64(start) | UInt64(end - start) << 26 | (place == .meta ? 1 << 42 : 0)
+    UInt64(start) | UInt64(end - start) << 25 | (place == .meta ? 1 << 42 : 0)
       | (escaped ? 1 << 43 : 0)
   }
 
   /// The id `packed` holds, or nil for 0.
   @inlinable @inline(__always)
   init?(packed: UInt64) {
-    let length = UInt32(truncatingIfNeeded: packed >> 26) & 0xFFFF
+    let length = UInt32(truncatingIfNeeded: packed >> 25) & (1 << 17 - 1)
     guard length != 0 else { return nil }
-    start = UInt32(truncatingIfNeeded: packed) & (1 << 26 - 1)
+    start = UInt32(truncatingIfNeeded: packed) & (1 << 25 - 1)
     end = start + length
     place = packed & 1 << 42 != 0 ? .meta : .payload
     escaped = packed & 1 << 43 != 0

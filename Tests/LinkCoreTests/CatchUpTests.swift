@@ -140,6 +140,17 @@ final class CatchUpTests: XCTestCase {
     XCTAssertEqual(plain.core.counters.historyGaps, 0, "without SinceField= it is an event")
   }
 
+  func testAnIDTooLongToKeepLeavesTheMessageStoredWithoutOne() {
+    var dialect = envelope()
+    let long = String(repeating: "x", count: MessageIDText.maximumLength + 1)
+    let reading = dialect.read(text(#"{"event":"message","data":{"msg_id":"\#(long)"}}"#))
+    XCTAssertNotNil(reading.record, "stored all the same")
+    XCTAssertNil(reading.record?.id)
+    let longest = String(repeating: "y", count: MessageIDText.maximumLength)
+    let kept = dialect.read(text(#"{"event":"message","data":{"msg_id":"\#(longest)"}}"#))
+    XCTAssertEqual(idText(kept.record), longest)
+  }
+
   func testAnIDIsReadWhereItLiesInThePayloadAndAnEscapedOneIsReadUnescaped() {
     var dialect = envelope()
     let plain = dialect.read(text(#"{"event":"message","data":{"msg_id":"ab"}}"#)).record
