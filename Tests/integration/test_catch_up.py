@@ -551,8 +551,11 @@ def test_a_restart_rebuilds_the_window_from_the_store_across_rotated_files(histo
     backend = history_backend(history=2000)
     daemon = new_daemon(backend.url, merged(CATCH_UP, {"Backend": {"Rooms": "7"}, "Store": {"MaxFileSize": "64K"}}))
     wait_joined(daemon, backend, [7])
-    backend.publish_many([(7, f"m{k} " + "y" * 100) for k in range(1000)])
-    wait_stored(daemon, {7: backend.published(7)}, timeout=30)
+    # In five batches, each stored before the next: the store rotates between writes, and one
+    # burst may go out in a write or two however many files' worth it holds.
+    for batch in range(5):
+        backend.publish_many([(7, f"m{k} " + "y" * 100) for k in range(batch * 200, (batch + 1) * 200)])
+        wait_stored(daemon, {7: backend.published(7)}, timeout=30)
     daemon.stop()
     files = sorted(p.name for p in daemon.store_dir.glob("messages.jsonl*"))
     conn = max(c.id for c in backend.connections())
