@@ -42,6 +42,9 @@ public protocol BackendProtocol {
   /// Whether the dialect delivers messages in two steps (MQTT QoS 2), so the core keeps their
   /// receipts (`InboundReceipts`) and a journal of them.
   var keepsReceipts: Bool { get }
+  /// Whether each acknowledgement covers every one before it (XEP-0198's `<a h='N'/>` counts
+  /// stanzas): of those released together only the last goes out.
+  var acknowledgementsAreCumulative: Bool { get }
 
   /// Starts the dialect on a new connection: the frames that open its session, and whether the
   /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
@@ -101,6 +104,7 @@ extension BackendProtocol {
   public var session: ProtocolSession? { nil }
   public var maxInFlight: Int? { nil }
   public var keepsReceipts: Bool { false }
+  public var acknowledgementsAreCumulative: Bool { false }
   public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
   public func storedForm(of frame: Message, for entry: OutboxEntry) -> Message {
@@ -256,6 +260,7 @@ public struct ProtocolReading: Sendable {
     var deliveriesForgotten = false
     var awaitingRelease: [UInt64] = []
     var notice: ProtocolNotice?
+    var afterStored: Message?
   }
 
   // Copy on write: a shared box is copied before it is changed, so it is never mutated
@@ -363,6 +368,13 @@ public struct ProtocolReading: Sendable {
   public var awaitingRelease: [UInt64] {
     get { box?.fields.awaitingRelease ?? [] }
     _modify { yield &rare.awaitingRelease }
+  }
+  /// A frame to send once every record stored before this frame is durable, in order with
+  /// their acknowledgements (XEP-0198's `<a/>` answering the server's `<r/>`: its count
+  /// covers every stanza read so far, so it may not go out before their records are durable).
+  public var afterStored: Message? {
+    get { box?.fields.afterStored }
+    _modify { yield &rare.afterStored }
   }
   /// Something for the log that is not a fault (`ProtocolNotice`).
   public var notice: ProtocolNotice? {

@@ -113,7 +113,8 @@ public final class BackendLink: WebSocketClientDelegate {
     self.logger = logger
     core = LinkCore(
       settings: settings.link, rooms: rooms, backend: dialect,
-      receipts: receipts?.restored ?? InboundReceipts(durableThrough: store.durableSeq))
+      receipts: receipts?.restored ?? InboundReceipts(durableThrough: store.durableSeq),
+      services: .system)
     ownFramesAreJSON = core.framesAreSingleLineJSON
     for timer in LinkTimer.allCases {
       let accuracy: Duration =

@@ -46,7 +46,7 @@ extension MessageStore {
         rooms: configuration.rooms.compactMap(RoomID.init))
       idsConfigured =
         !configuration.envelope.idField.isEmpty || !configuration.stompIDHeader.isEmpty
-        || !configuration.mqttIDProperty.isEmpty
+        || !configuration.mqttIDProperty.isEmpty || configuration.chatProtocol == .xmpp
     }
   }
 }
