@@ -116,7 +116,7 @@ let package = Package(
       name: "ChatLinkDaemonTests",
       dependencies: [
         "ChatLinkDaemon", "ChatLinkAPI", "Varlink", "LinkCore", "JSON", "WebSocket",
-        "Transport", "EventLoop", "TestSupport",
+        "Transport", "EventLoop", "XMPP", "TestSupport",
       ],
       swiftSettings: strict),
     .testTarget(

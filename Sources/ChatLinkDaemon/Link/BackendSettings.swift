@@ -35,7 +35,11 @@ public struct BackendSettings: Sendable {
       url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
       reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
     var headers = HTTPHeaders(c.headers)
-    if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+    // XMPP's token is the account's password: it goes only into SASL, which protects it
+    // (SCRAM never sends it; PLAIN only over TLS or loopback), never into a header.
+    if let token, c.chatProtocol != .xmpp {
+      headers.add(name: "Authorization", value: "Bearer \(token)")
+    }
     link.upgrade.headers = headers
     link.upgrade.subprotocols = c.subprotocols
     link.upgrade.compression = c.compression
