@@ -1,0 +1,275 @@
+"""Protocol=xmpp against a real server: the private Prosody 0.12 of Tests/Fixtures/prosody.py
+(XMPP over WebSocket for chatlinkd; one per module), with slixmpp over c2s TCP as the
+independent peer in the rooms.
+
+- Inbound: chatlinkd joins two MUC rooms; 1,000 groupchat messages the peer posts are each
+  stored once, in order per room, with the room's stanza-id as the record's id.
+- Sends: `chatlinkctl send --room ROOM TEXT` reaches the peer in the room, and is confirmed by
+  the room's reflection of its id.
+- A wrong password: the server's refusal in status, retried at ReconnectMaxSec= and no faster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import slixmpp
+
+from broker_checks import attempts, first_in_order
+from conftest import BIN, REPO, Daemon, wait_until
+
+sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
+import prosody as prosody_fixture  # noqa: E402
+
+
+pytestmark = pytest.mark.timeout(180)
+
+_users = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def prosody():
+    # Under /tmp itself: Prosody runs as its own user, which pytest's 0700 folders keep out.
+    directory = tempfile.mkdtemp(prefix="clit-prosody-", dir="/tmp")
+    p = prosody_fixture.Prosody.start(directory)
+    yield p
+    p.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- the peer
+
+
+class Peer:
+    """slixmpp over c2s on its own thread and asyncio loop: joins rooms, posts, keeps what the
+    rooms send it (groupchat: room, nick, body, id)."""
+
+    def __init__(self, p: prosody_fixture.Prosody, rooms: list[str]):
+        self.user = f"peer{next(_users)}"
+        p.register(self.user, "peer-pass")
+        self.lock = threading.Condition()
+        self.received: list[dict] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client = self._call(self._make(p, rooms))
+
+    async def _make(self, p, rooms):
+        client = slixmpp.ClientXMPP(f"{self.user}@{p.domain}", "peer-pass")
+        # Loopback c2s without TLS: the test's Prosody offers SCRAM-SHA-1 there.
+        client.enable_direct_tls = False
+        client.enable_starttls = False
+        client.enable_plaintext = True
+        client.plugin["feature_mechanisms"].unencrypted_scram = True
+        client.register_plugin("xep_0045")
+        client.register_plugin("xep_0199")
+        started = asyncio.Event()
+
+        async def session_start(_):
+            client.send_presence()
+            for room in rooms:
+                await client.plugin["xep_0045"].join_muc_wait(room, self.user, maxstanzas=0)
+            started.set()
+
+        def groupchat(msg):
+            with self.lock:
+                self.received.append({"room": str(msg["from"].bare), "nick": msg["mucnick"],
+                                      "body": msg["body"], "id": msg["id"]})
+                self.lock.notify_all()
+
+        client.add_event_handler("session_start", session_start)
+        client.add_event_handler("groupchat_message", groupchat)
+        client.connect("127.0.0.1", p.c2s_port)
+        await asyncio.wait_for(started.wait(), 20)
+        return client
+
+    def _call(self, coroutine, timeout: float = 30):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def occupants(self, room: str) -> list[str]:
+        async def roster():
+            return list(self.client.plugin["xep_0045"].get_roster(room) or [])
+        return self._call(roster())
+
+    def post(self, messages: list[tuple[str, str]]) -> None:
+        """Posts (room, body) pairs as groupchat, in order, and waits until the rooms reflected
+        the last of each room back (so the server has them all)."""
+        async def post():
+            for room, body in messages:
+                self.client.send_message(mto=room, mbody=body, mtype="groupchat")
+                await asyncio.sleep(0)
+        self._call(post(), timeout=120)
+        lasts = {room: body for room, body in messages}
+        self.wait_for(lambda m: (m["room"], m["body"]) in lasts.items() and m["nick"] == self.user,
+                      count=len(lasts), timeout=60)
+
+    def wait_for(self, predicate, count: int = 1, timeout: float = 20) -> list[dict]:
+        with self.lock:
+            if not self.lock.wait_for(lambda: len([m for m in self.received if predicate(m)]) >= count,
+                                      timeout):
+                pytest.fail(f"the peer did not receive {count} matching message(s); "
+                            f"last received: {self.received[-3:]}")
+            return [m for m in self.received if predicate(m)]
+
+    def close(self) -> None:
+        try:
+            self._call(self._disconnect(), timeout=10)
+        except Exception:  # noqa: BLE001 (a dead connection is closed already)
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+    async def _disconnect(self):
+        self.client.disconnect()
+        await asyncio.sleep(0.2)
+        # Every task finished, so none is cancelled later on a stopped loop (slixmpp's __del__).
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
+
+# ---------------------------------------------------------------------------- the daemon
+
+
+@pytest.fixture
+def daemons(tmp_path):
+    made: list[Daemon] = []
+    yield made
+    for d in made:
+        d.cleanup()
+    for d in made:
+        if d.log_path.exists():
+            print(f"--- {d.log_path}")
+            print(d.log_path.read_text()[-20000:])
+
+
+def xmpp_daemon(daemons, tmp_path, p, rooms, password: str | None = None, overrides=None,
+                start: bool = True) -> Daemon:
+    """chatlinkd with Protocol=xmpp as a fresh account of `p`: the token file holds its
+    password (or `password` is registered instead, to test a wrong one)."""
+    user = f"bot{next(_users)}"
+    sections = {"Backend": {"Protocol": "xmpp", "Rooms": ",".join(rooms)},
+                "XMPP": {"JID": f"{user}@{p.domain}"}}
+    for section, keys in (overrides or {}).items():
+        sections.setdefault(section, {}).update(keys)
+    d = Daemon(tmp_path / f"{user}", p.ws_url, sections)
+    daemons.append(d)
+    d.user = user
+    p.register(user, password or d.token)
+    if start:
+        d.start()
+    return d
+
+
+def rooms_of(p, count: int) -> list[str]:
+    n = next(_users)
+    return [f"room{n}-{i}@{p.muc}" for i in range(count)]
+
+
+def joined(d: Daemon, peer: Peer, rooms: list[str], timeout: float = 20) -> None:
+    d.wait_state("open", timeout=timeout)
+    for room in rooms:
+        wait_until(lambda: d.user in peer.occupants(room), timeout,
+                   message=f"{d.user} in {room} as the peer sees it")
+    wait_until(lambda: "joining" not in (d.status().get("session_note") or ""), timeout,
+               message="every join confirmed")
+
+
+# ---------------------------------------------------------------------------- inbound
+
+
+def test_a_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_order(daemons, tmp_path, prosody):
+    rooms = rooms_of(prosody, 2)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        sent = [(rooms[i % 2], f"flood-{i}") for i in range(1000)]
+        t0 = time.monotonic()
+        peer.post(sent)
+
+        def mine():
+            return [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                    and r["data"].get("body", "").startswith("flood-")]
+        wait_until(lambda: len({r["data"]["body"] for r in mine()}) >= len(sent), 60,
+                   message="all 1,000 stored")
+        elapsed = time.monotonic() - t0
+        records = mine()
+        bodies = [r["data"]["body"] for r in records]
+        problems = []
+        for room in rooms:
+            problems += first_in_order([r["data"]["body"] for r in records if r["room"] == room],
+                                       [b for rm, b in sent if rm == room])
+        print(f"FIGURES xmpp inbound: sent {len(sent)}, stored {len(records)}, distinct "
+              f"{len(set(bodies))}, {len(sent) / elapsed:.0f} msg/s end to end")
+        assert not problems, problems
+        assert len(bodies) == len(set(bodies)) == len(sent), "each stored exactly once"
+        assert all(r["data"]["type"] == "groupchat" and r["data"]["nick"] == peer.user
+                   and r["data"]["from"] == f"{r['room']}/{peer.user}" for r in records)
+        ids = [r.get("id") for r in records]
+        assert all(ids) and len(set(ids)) == len(ids), "every record carries its stanza-id"
+        assert all(r["data"]["stanza_id"] == r["id"] for r in records)
+        status = d.status()
+        assert status["connects"] == 1 and status["state"] == "open", status
+    finally:
+        peer.close()
+
+
+# ---------------------------------------------------------------------------- sends
+
+
+def test_a_send_reaches_the_room_and_is_confirmed_by_its_reflection(daemons, tmp_path, prosody):
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        result = subprocess.run(
+            [str(BIN / "chatlinkctl"), "--socket", d.socket_path, "--json", "send", "--room",
+             rooms[0], "hello from chatlinkd"], capture_output=True, text=True, timeout=20)
+        assert result.returncode == 0, result.stderr
+        got = peer.wait_for(lambda m: m["body"] == "hello from chatlinkd")[0]
+        assert got["nick"] == d.user and got["room"] == rooms[0], got
+        wait_until(lambda: d.status()["outbox"] == 0, 10, message="the send confirmed")
+        status = d.status()
+        assert status["confirmed"] >= 1 and status["failed"] == 0, status
+        # The reflection is stored too, under the room, with our client id as the stanza's id.
+        wait_until(lambda: any(r["dir"] == "in" and r["data"]["body"] == "hello from chatlinkd"
+                               for r in d.records() if isinstance(r["data"], dict)), 10,
+                   message="the reflection stored")
+        reflection = next(r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                          and r["data"]["body"] == "hello from chatlinkd")
+        assert reflection["data"]["id"] == got["id"], (reflection, got)
+    finally:
+        peer.close()
+
+
+# ---------------------------------------------------------------------------- refusals
+
+
+def test_a_wrong_password_is_refused_clearly_and_retried_slowly(daemons, tmp_path, prosody):
+    hi = 1.5
+    d = xmpp_daemon(daemons, tmp_path, prosody, rooms_of(prosody, 1), password="not-the-token",
+                    overrides={"Backend": {"ReconnectMaxSec": hi}})
+    t0 = time.monotonic()
+    wait_until(lambda: len(attempts(d, t0)) >= 4, 3 * hi + 10, message="four connection attempts")
+    times = attempts(d, t0)
+    gaps = [round(b - a, 2) for a, b in zip(times, times[1:])]
+    status = d.status()
+    error = status.get("last_error") or ""
+    print(f"gaps between attempts {gaps}; last_error {error!r}")
+    assert status["connects"] == 0 and status["state"] != "open", status
+    assert f"the XMPP server refused the login of {d.user}@{prosody.domain}: not-authorized" in error, status
+    assert "check [XMPP] JID= and TokenFile=" in error, status
+    assert all(g >= hi - 0.1 for g in gaps), f"a refusal was retried faster than ReconnectMaxSec={hi}: {gaps}"
+    assert d.token not in d.log_text()
