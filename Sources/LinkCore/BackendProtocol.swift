@@ -144,12 +144,6 @@ public struct ProtocolSession: Sendable, Hashable {
   }
 }
 
-/// Something about the backend worth a line in the log that is no fault of its frames.
-public enum ProtocolNotice: Sendable, Hashable {
-  /// The broker granted a subscription a lower QoS than asked (RabbitMQ grants 1 for 2).
-  case grantedLess(filter: String, asked: UInt8, granted: UInt8)
-}
-
 /// A message the backend refused, by outbox count, with its reason.
 public struct DeliveryFailure: Sendable, Hashable {
   /// The outbox count of the message.

@@ -225,6 +225,43 @@ def test_a_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_orde
         peer.close()
 
 
+def test_connections_lost_during_a_flood_are_resumed_and_nothing_is_stored_twice(daemons, tmp_path, prosody):
+    """Reconnect (the connection closed, the daemon running) five times while the peer posts:
+    each time the server resumes the session (XEP-0198), resends what was not acknowledged, and
+    the store has every message once, in order."""
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        sent = [(rooms[0], f"resume-{i}") for i in range(2000)]
+        poster = threading.Thread(target=peer.post, args=(sent,), daemon=True)
+        poster.start()
+        for _ in range(5):
+            time.sleep(0.3)
+            assert "error" not in d.call("io.chatlink.Daemon.Reconnect")
+            d.wait_state("open", timeout=20)
+        poster.join(120)
+
+        def mine():
+            return [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                    and r["data"].get("body", "").startswith("resume-")]
+        wait_until(lambda: len({r["data"]["body"] for r in mine()}) >= len(sent), 60,
+                   message="all 2,000 stored")
+        records = mine()
+        bodies = [r["data"]["body"] for r in records]
+        resumed = d.log_text().count("resumed the backend session")
+        status = d.status()
+        print(f"FIGURES xmpp resumption: sent {len(sent)}, stored {len(records)}, distinct "
+              f"{len(set(bodies))}, connects {status['connects']}, resumed {resumed}")
+        assert first_in_order(bodies, [b for _, b in sent]) == []
+        assert len(bodies) == len(set(bodies)), "nothing stored twice"
+        assert status["connects"] == 6, status
+        assert resumed >= 5, "each reconnect resumed the session"
+    finally:
+        peer.close()
+
+
 # ---------------------------------------------------------------------------- sends
 
 

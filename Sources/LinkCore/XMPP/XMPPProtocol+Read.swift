@@ -41,7 +41,11 @@ extension XMPPProtocol {
       switch action {
       case .send(let element): reading.replies.append(Self.frame(element))
       case .authenticated: break
-      case .resumptionRefused: break
+      case .resumptionRefused:
+        // What the old session held unacknowledged is gone with it: the rooms start anew.
+        previousRooms = [:]
+        reading.notice = .resumptionRefused
+
       case .ready(let session):
         self.negotiation = nil
         ready(session, into: &reading)
@@ -63,11 +67,24 @@ extension XMPPProtocol {
   private mutating func ready(_ session: NegotiatedSession, into reading: inout ProtocolReading) {
     boundJID = (try? JID(parsing: session.jid)) ?? settings.jid.with(resource: settings.resource)
     streamManagement = session.streamManagement != nil
+    resumableID = session.streamManagement?.id
     sessionNote = session.note
+    reading.session = .ready
+    if let serverHandled = session.resumedWithServerHandled {
+      // The session goes on: its presence and rooms stand, the server resends what we had not
+      // acknowledged, and counts on from what it had of ours (the core resends the rest).
+      resumed = true
+      if let id = resumableID { reading.notice = .sessionResumed(id: id) }
+      handled = previousHandled
+      sentStanzas = serverHandled
+      rooms = previousRooms
+      previousRooms = [:]
+      return
+    }
+    previousRooms = [:]
     countSent()
     reading.replies.append(
       Self.frame(XMLElement("presence", namespace: XMPPNamespace.client)))
-    reading.session = .ready
   }
 
   /// A top-level element once the session is ready.

@@ -76,6 +76,14 @@ public struct XMPPProtocol: BackendProtocol {
   var rooms: [String: RoomState] = [:]
   /// Why stream management is off, if the server refused it.
   var sessionNote: String?
+  /// The stream management session's id, when the server will resume it (XEP-0198 §5).
+  var resumableID: String?
+  /// The rooms of the last session, kept while a resumption may bring them back.
+  var previousRooms: [String: RoomState] = [:]
+  /// The last session's count of stanzas read, which a resumption goes on from.
+  var previousHandled: UInt32 = 0
+  /// Whether the current session resumed the last one.
+  var resumed = false
 
   /// Creates the dialect; `services` give SCRAM its crypto and nonces.
   public init(_ settings: Settings, services: DialectServices = DialectServices()) {
@@ -107,6 +115,19 @@ public struct XMPPProtocol: BackendProtocol {
   }
 
   public mutating func open(_ handshake: ClientHandshake.Result) -> ProtocolOpening {
+    // The last session, if the server keeps it: `handled` counts every stanza read, and every
+    // one read has gone to the store, which this process writes whatever happens to the
+    // connection (a new process has no session to resume).
+    var resume: Resumption?
+    if let resumableID, let boundJID {
+      resume = Resumption(id: resumableID, jid: boundJID.description, handled: handled)
+      previousRooms = rooms
+    } else {
+      previousRooms = [:]
+    }
+    previousHandled = handled
+    resumableID = nil
+    resumed = false
     parser = XMLFrameParser(limits: XMLLimits(maxFrameBytes: settings.maxFrameBytes))
     boundJID = nil
     streamManagement = false
@@ -119,7 +140,7 @@ public struct XMPPProtocol: BackendProtocol {
     var negotiation = StreamNegotiation(
       settings: NegotiationSettings(
         username: settings.jid.local, domain: settings.jid.domain, resource: settings.resource,
-        password: settings.password, transport: settings.transport),
+        password: settings.password, transport: settings.transport, resume: resume),
       clientNonce: services.nonce(), crypto: crypto)
     let frames = negotiation.start().compactMap { action -> Message? in
       if case .send(let element) = action { Self.frame(element) } else { nil }
