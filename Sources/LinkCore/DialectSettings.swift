@@ -60,10 +60,11 @@ public enum DialectSettings: Sendable, Hashable {
           + settings.idHeader
     case .xmpp:
       return dedupes
-        ? "at least once while connected: XEP-0198 acknowledged once durable; duplicates "
+        ? "exactly once within the dedupe window: rooms caught up from their archives after "
+          + "the newest stored stanza-id, XEP-0198 acknowledged once durable, duplicates "
           + "dropped by stanza-id"
-        : "at least once while connected: XEP-0198 acknowledged once durable; a redelivery "
-          + "is stored again"
+        : "rooms caught up from their archives after the newest stored stanza-id, XEP-0198 "
+          + "acknowledged once durable; a redelivery is stored again"
     }
   }
 

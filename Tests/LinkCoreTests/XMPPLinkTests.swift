@@ -14,11 +14,12 @@ final class XMPPLinkTests: XCTestCase {
     link.on(.start)
     link.on(.upgraded(handshake(subprotocol: "xmpp")))
     for frame in S.negotiation() { link.on(.message(.xml(frame))) }
+    link.on(.positions([:]))
     link.on(.message(.xml(S.selfPresence())))
     return link
   }
 
-  func testTheNegotiationIsTheSetUpAndTheRoomsAreJoinedAfterThePresence() {
+  func testTheNegotiationIsTheSetUpAndTheRoomsAreJoinedOnceTheStoreSaidTheirNewestIDs() {
     var link = Harness(rooms: [S.room], backend: S.dialect())
     link.on(.start)
     XCTAssertEqual(
@@ -32,10 +33,14 @@ final class XMPPLinkTests: XCTestCase {
       link.on(.message(.xml(S.enabled))),
       [
         "send <presence xmlns='jabber:client'/>", "disarm pongDeadline", "state open (connected)",
-        "send <presence xmlns='jabber:client' to='lobby@conference.example.org/user'><x "
-          + "xmlns='http://jabber.org/protocol/muc'><history maxstanzas='0'/></x></presence>",
-        "request outbox", "arm keepalive 10",
+        "request positions lobby@conference.example.org", "request outbox", "arm keepalive 10",
       ])
+    XCTAssertEqual(
+      link.on(.positions([:])),
+      [
+        "send <presence xmlns='jabber:client' to='lobby@conference.example.org/user'><x "
+          + "xmlns='http://jabber.org/protocol/muc'><history maxstanzas='0'/></x></presence>"
+      ], "a room never stored: joined without an archive query to come")
   }
 
   func testAcknowledgementsWaitForDurabilityAndOnlyTheLastOfThoseReleasedTogetherGoesOut() {

@@ -262,6 +262,52 @@ def test_connections_lost_during_a_flood_are_resumed_and_nothing_is_stored_twice
         peer.close()
 
 
+def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive_once(daemons, tmp_path, prosody):
+    """Stopped, then started again (no session to resume): each room's archive is asked for
+    what came after the newest stored stanza-id, page by page (Prosody's pages hold 50), and
+    the store has everything once, in order, the live messages after the archived ones."""
+    rooms = rooms_of(prosody, 2)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        before = [(rooms[i % 2], f"before-{i}") for i in range(40)]
+        peer.post(before)
+        wait_until(lambda: len(bodies(d, "before-")) >= len(before), 30, message="the first 40 stored")
+        d.stop()
+        away = [(rooms[i % 2], f"away-{i}") for i in range(300)]
+        peer.post(away)
+        t0 = time.monotonic()
+        d.start()
+        d.wait_state("open", timeout=20)
+        after = [(rooms[i % 2], f"after-{i}") for i in range(40)]
+        peer.post(after)
+        sent = before + away + after
+        wait_until(lambda: len(set(bodies(d, ""))) >= len(sent), 60, message="all 380 stored")
+        elapsed = time.monotonic() - t0
+        records = [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)]
+        problems = []
+        for room in rooms:
+            problems += first_in_order([r["data"]["body"] for r in records if r["room"] == room],
+                                       [b for rm, b in sent if rm == room])
+        got = [r["data"]["body"] for r in records]
+        archived = sum(1 for r in records if (r.get("meta") or {}).get("delay"))
+        print(f"FIGURES xmpp catch-up: {len(away)} posted while stopped, stored {len(records)} of "
+              f"{len(sent)} ({len(set(got))} distinct), {archived} from the archive, "
+              f"{elapsed:.1f} s from the restart")
+        assert not problems, problems
+        assert len(got) == len(set(got)) == len(sent), "each stored once"
+        assert archived >= len(away), "the messages posted while stopped came from the archive"
+        assert d.status()["history_gaps"] == 0
+    finally:
+        peer.close()
+
+
+def bodies(d: Daemon, prefix: str) -> list[str]:
+    return [r["data"]["body"] for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+            and r["data"].get("body", "").startswith(prefix)]
+
+
 # ---------------------------------------------------------------------------- sends
 
 

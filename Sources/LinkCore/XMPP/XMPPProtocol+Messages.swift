@@ -8,6 +8,7 @@ extension XMPPProtocol {
   static let delayNamespace = "urn:xmpp:delay"
 
   mutating func message(_ element: XMLElement, into reading: inout ProtocolReading) {
+    if archived(element, into: &reading) { return }
     let type = element.attribute("type") ?? "normal"
     let id = element.attribute("id")
     if type == "error" {
@@ -52,8 +53,11 @@ extension XMPPProtocol {
         ("type", type), ("nick", nick), ("stanza_id", stanzaID),
       ])
     record.meta = Self.meta(element)
-    reading.record = record
-    if streamManagement { reading.acknowledgement = acknowledgement() }
+    if type == "groupchat" && rooms[room]?.query != nil {
+      rooms[room]?.held.append(record)
+      return
+    }
+    add(record, into: &reading)
   }
 
   /// Whether a message's `to` is our account or this session (a missing `to` is ours).

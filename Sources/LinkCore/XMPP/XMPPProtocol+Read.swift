@@ -150,7 +150,10 @@ extension XMPPProtocol {
   /// `service-unavailable` (RFC 6120 §8.4: every get or set has an answer).
   private mutating func iq(_ element: XMLElement, into reading: inout ProtocolReading) {
     let type = element.attribute("type") ?? ""
-    guard type == "get" || type == "set" else { return }
+    guard type == "get" || type == "set" else {
+      _ = archiveAnswer(element, into: &reading)
+      return
+    }
     var attributes = [XMLAttribute("type", "result")]
     if let id = element.attribute("id") { attributes.append(XMLAttribute("id", id)) }
     if let from = element.attribute("from") { attributes.append(XMLAttribute("to", from)) }

@@ -2,7 +2,7 @@ import WebSocket
 import XMPP
 
 /// A MUC room (XEP-0045) as the session sees it.
-struct RoomState: Sendable, Hashable {
+struct RoomState: Sendable {
   enum Status: Sendable, Hashable {
     /// The join presence went out; the room's presence of ourselves has not come.
     case joining
@@ -17,6 +17,17 @@ struct RoomState: Sendable, Hashable {
   /// Joins tried: the first, then one per nick conflict.
   var attempt = 1
   var status = Status.joining
+  /// The newest stanza-id stored for the room when it was joined: the archive is asked for
+  /// what came after it once the join is confirmed. Nil: a room never stored, which starts
+  /// from now.
+  var after: String?
+  /// The archive query under way (its id), while the room catches up.
+  var query: String?
+  /// Live messages that came while the room catches up, with their acknowledgements: stored
+  /// after the archive's, so the room's records keep the archive's order.
+  var held: [InboundMessage] = []
+  /// Messages taken from the archive on this session.
+  var archived = 0
 }
 
 /// Joining and leaving rooms, and what the rooms' presences say.
@@ -24,13 +35,19 @@ extension XMPPProtocol {
   static let mucNamespace = "http://jabber.org/protocol/muc"
   static let mucUserNamespace = "http://jabber.org/protocol/muc#user"
 
-  public mutating func join(_ room: RoomID) -> Message? {
+  public var joinsAfterStoredID: Bool { true }
+
+  public mutating func join(_ room: RoomID) -> Message? { join(room, after: nil) }
+
+  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
     guard let jid = try? JID(parsing: room.name), jid.isBare, !jid.local.isEmpty else {
       return nil
     }
     let key = jid.bareText
     if rooms[key]?.status == .joined { return nil }
-    rooms[key] = RoomState(nick: settings.nick)
+    var state = RoomState(nick: settings.nick)
+    state.after = lastID.map { String(decoding: $0, as: UTF8.self) }
+    rooms[key] = state
     return joinPresence(key, nick: settings.nick)
   }
 
@@ -101,6 +118,7 @@ extension XMPPProtocol {
       room.status = .joined
       room.nick = from.resource
       rooms[key] = room
+      if let after = room.after { reading.replies.append(archiveQuery(key, after: after)) }
     }
   }
 

@@ -84,6 +84,8 @@ public struct XMPPProtocol: BackendProtocol {
   var previousHandled: UInt32 = 0
   /// Whether the current session resumed the last one.
   var resumed = false
+  /// Archive queries sent, for their ids.
+  var archiveQueries = 0
 
   /// Creates the dialect; `services` give SCRAM its crypto and nonces.
   public init(_ settings: Settings, services: DialectServices = DialectServices()) {
@@ -106,6 +108,8 @@ public struct XMPPProtocol: BackendProtocol {
     for (jid, room) in rooms.sorted(by: { $0.key < $1.key }) {
       if case .refused(let why) = room.status { notes.append("\(jid) refused: \(why)") }
     }
+    let catchingUp = catchingUp
+    if !catchingUp.isEmpty { notes.append("catching up " + catchingUp.joined(separator: ", ")) }
     if rooms.values.contains(where: { $0.status == .joining }) {
       let joining = rooms.filter { $0.value.status == .joining }.map(\.key).sorted()
       notes.append("joining " + joining.joined(separator: ", "))
