@@ -77,6 +77,10 @@ public protocol BackendProtocol {
   /// While the backend sends heartbeats of its own (`ProtocolReading.peerHeartbeat`), the frame
   /// still goes out every interval and needs no answer (STOMP's heart-beats go both ways).
   mutating func heartbeat() -> Message?
+  /// The frame that ends the dialect's session when the link stops (XMPP's `<close/>`: the
+  /// server then ends the session at once instead of keeping it for a resumption no process
+  /// will ask for). Nil by default: the WebSocket close is all.
+  mutating func farewell() -> Message?
   /// Reads one inbound frame; never fails: frames that do not parse are still stored.
   mutating func read(_ message: Message) -> ProtocolReading
   /// Reads one inbound frame into `reading`, which starts empty. The core calls this one: a
@@ -121,6 +125,7 @@ extension BackendProtocol {
     ProtocolOpening(frames: [], ready: true)
   }
   public mutating func heartbeat() -> Message? { nil }
+  public mutating func farewell() -> Message? { nil }
   public mutating func read(_ message: consuming Message, into reading: inout ProtocolReading) {
     reading = read(message)
   }

@@ -364,6 +364,7 @@ public struct LinkCore {
     case .idle, .waiting:
       finishStop(&actions)
     case .attempting, .settingUp, .ready:
+      if phase == .ready, let frame = backend.farewell() { actions.append(.send(frame)) }
       lifecycle = .closing(LinkClosing(session: lifecycle.session, because: nil, stopping: true))
       setState(.closing, "shutting down", &actions)
       actions.append(.close(.goingAway, reason: "shutting down"))

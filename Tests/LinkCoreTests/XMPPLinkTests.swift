@@ -113,4 +113,11 @@ final class XMPPLinkTests: XCTestCase {
       "the backend refused the session: the XMPP server refused the login of user@example.org: not-authorized; check [XMPP] "
         + "JID= and TokenFile=")
   }
+
+  func testStoppingEndsTheStreamWithACloseBeforeTheWebSocketCloses() {
+    var link = ready()
+    XCTAssertEqual(
+      link.on(.stop).filter { $0.hasPrefix("send") || $0.hasPrefix("close") },
+      ["send <close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>", "close 1001 shutting down"])
+  }
 }

@@ -303,6 +303,56 @@ def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive
         peer.close()
 
 
+def test_kill_9_during_a_flood_loses_nothing_and_stores_nothing_twice(daemons, tmp_path, prosody):
+    """kill -9 five times while the peer floods two rooms: every restart catches up from the
+    archives after the newest stored stanza-ids; in the end every message is stored once, each
+    room in order."""
+    rooms = rooms_of(prosody, 2)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        sent = [(rooms[i % 2], f"kill-{i}") for i in range(3000)]
+        stop = threading.Event()
+
+        def flood():
+            for start in range(0, len(sent), 100):
+                if stop.is_set():
+                    return
+                peer.post(sent[start:start + 100])
+                time.sleep(0.05)
+        poster = threading.Thread(target=flood, daemon=True)
+        poster.start()
+        kills = 0
+        while poster.is_alive() and kills < 5:
+            time.sleep(0.4)
+            d.kill()
+            kills += 1
+            d.start()
+            d.wait_state("open", timeout=20)
+        poster.join(180)
+        assert not poster.is_alive(), "the flood did not finish"
+        wait_until(lambda: len(set(bodies(d, "kill-"))) >= len(sent), 90, message="all 3,000 stored")
+        got = bodies(d, "kill-")
+        records = [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                   and r["data"]["body"].startswith("kill-")]
+        problems = []
+        for room in rooms:
+            problems += first_in_order([r["data"]["body"] for r in records if r["room"] == room],
+                                       [b for rm, b in sent if rm == room])
+        status = d.status()
+        print(f"FIGURES xmpp kill -9: {kills} kills during {len(sent)}; stored {len(got)}, distinct "
+              f"{len(set(got))}, duplicates dropped {status.get('duplicates_dropped')}, "
+              f"history gaps {status['history_gaps']}")
+        assert kills == 5, "the flood outlasted five kills"
+        assert not problems, problems
+        assert len(got) == len(set(got)) == len(sent), "each stored exactly once"
+        ids = [r["id"] for r in records]
+        assert len(ids) == len(set(ids)), "each stanza-id once"
+    finally:
+        peer.close()
+
+
 def bodies(d: Daemon, prefix: str) -> list[str]:
     return [r["data"]["body"] for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
             and r["data"].get("body", "").startswith(prefix)]

@@ -196,6 +196,12 @@ public struct XMPPProtocol: BackendProtocol {
     streamManagement ? .text(Array(Self.request.utf8)) : nil
   }
 
+  /// `<close/>` (RFC 7395 §3.6): the server ends the session now, and the rooms see us leave;
+  /// the next start catches up from the archives.
+  public mutating func farewell() -> Message? {
+    .text(Array(XMPPFraming.close.utf8))
+  }
+
   public func refusal(closedDuringSetUp info: CloseInfo) -> String {
     "the XMPP server closed the connection during the stream negotiation (\(info)); "
       + "check [XMPP] JID= and TokenFile="
