@@ -155,4 +155,24 @@ final class XMPPProtocolTests: XCTestCase {
     XCTAssertEqual(
       reading.session, .broken("stream error from the XMPP server: system-shutdown"))
   }
+
+  func testStanzasRoutedToTheBoundResourceBeforeEnabledAreTheSessionsNotAFault() {
+    var dialect = S.dialect()
+    _ = dialect.open(handshake(subprotocol: "xmpp"))
+    for frame in S.negotiation().dropLast() { _ = dialect.read(.xml(frame)) }
+    let early = dialect.read(.xml(S.groupchat("to a session the server kept")))
+    XCTAssertNil(early.session)
+    XCTAssertNil(early.record, "no room joined on this session yet: the archive has it")
+    let ping = dialect.read(
+      .xml(
+        "<iq xmlns='jabber:client' from='example.org' type='get' id='p-9'><ping "
+          + "xmlns='urn:xmpp:ping'/></iq>"))
+    XCTAssertEqual(
+      texts(ping.replies), ["<iq xmlns='jabber:client' type='result' id='p-9' to='example.org'/>"])
+    XCTAssertNil(ping.session)
+    XCTAssertEqual(dialect.read(.xml(S.enabled)).session, .ready)
+    XCTAssertEqual(
+      dialect.read(.xml("<r xmlns='urn:xmpp:sm:3'/>")).afterStored?.text,
+      "<a xmlns='urn:xmpp:sm:3' h='0'/>", "what came before <enabled/> is not counted")
+  }
 }

@@ -16,8 +16,16 @@ extension XMPPProtocol {
       reading.session = .broken("the XMPP server sent \(error)")
       return reading
     }
-    if negotiation != nil {
-      negotiate(event, into: &reading)
+    if let negotiation {
+      // Bound already: a room we were in on a session the server still keeps (after a kill)
+      // routes its messages here before <enabled/>; they are the session's stanzas.
+      if negotiation.isBound, case .stanza(let element) = event,
+        element.namespace == XMPPNamespace.client
+      {
+        stanza(element, into: &reading)
+      } else {
+        negotiate(event, into: &reading)
+      }
       return reading
     }
     switch event {
