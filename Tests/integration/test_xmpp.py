@@ -86,8 +86,17 @@ class Peer:
                                       "body": msg["body"], "id": msg["id"]})
                 self.lock.notify_all()
 
+        def chat(msg):
+            if msg["type"] != "chat":
+                return
+            with self.lock:
+                self.received.append({"room": None, "from": str(msg["from"]), "nick": None,
+                                      "body": msg["body"], "id": msg["id"]})
+                self.lock.notify_all()
+
         client.add_event_handler("session_start", session_start)
         client.add_event_handler("groupchat_message", groupchat)
+        client.add_event_handler("message", chat)
         client.connect("127.0.0.1", p.c2s_port)
         await asyncio.wait_for(started.wait(), 20)
         return client
@@ -111,6 +120,11 @@ class Peer:
         lasts = {room: body for room, body in messages}
         self.wait_for(lambda m: (m["room"], m["body"]) in lasts.items() and m["nick"] == self.user,
                       count=len(lasts), timeout=60)
+
+    def chat(self, to: str, body: str) -> None:
+        async def send():
+            self.client.send_message(mto=to, mbody=body, mtype="chat")
+        self._call(send())
 
     def wait_for(self, predicate, count: int = 1, timeout: float = 20) -> list[dict]:
         with self.lock:
@@ -390,10 +404,35 @@ def test_a_send_reaches_the_room_and_is_confirmed_by_its_reflection(daemons, tmp
         peer.close()
 
 
+def test_chats_in_and_out_are_stored_under_the_peer_and_confirmed_by_the_servers_count(daemons, tmp_path, prosody):
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        peer_jid = f"{peer.user}@{prosody.domain}"
+        peer.chat(f"{d.user}@{prosody.domain}", "psst, bot")
+        wait_until(lambda: any(r["dir"] == "in" and isinstance(r["data"], dict)
+                               and r["data"]["body"] == "psst, bot" for r in d.records()), 10,
+                   message="the chat stored")
+        record = next(r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                      and r["data"]["body"] == "psst, bot")
+        assert record["room"] == peer_jid and record["data"]["type"] == "chat", record
+        assert record.get("id") and record["data"]["stanza_id"] == record["id"], record
+        reply = d.send("psst yourself", room=peer_jid)
+        got = peer.wait_for(lambda m: m["body"] == "psst yourself")[0]
+        assert got["from"].startswith(f"{d.user}@{prosody.domain}/"), got
+        assert got["id"] == reply["id"], (got, reply)
+        wait_until(lambda: d.status()["outbox"] == 0, 10, message="the chat send confirmed")
+        assert d.status()["confirmed"] >= 1
+    finally:
+        peer.close()
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
-def test_a_wrong_password_is_refused_clearly_and_retried_slowly(daemons, tmp_path, prosody):
+def test_a_wrong_password_is_refused_clearly_retried_slowly_and_loses_no_queued_send(daemons, tmp_path, prosody):
     hi = 1.5
     d = xmpp_daemon(daemons, tmp_path, prosody, rooms_of(prosody, 1), password="not-the-token",
                     overrides={"Backend": {"ReconnectMaxSec": hi}})
@@ -409,3 +448,15 @@ def test_a_wrong_password_is_refused_clearly_and_retried_slowly(daemons, tmp_pat
     assert "check [XMPP] JID= and TokenFile=" in error, status
     assert all(g >= hi - 0.1 for g in gaps), f"a refusal was retried faster than ReconnectMaxSec={hi}: {gaps}"
     assert d.token not in d.log_text()
+    # What is sent meanwhile stays queued, and goes out once the password works.
+    room = d.sections["Backend"]["Rooms"]
+    queued = [d.send(f"queued-{i}", room=room) for i in range(3)]
+    assert all(q["state"] == "queued" for q in queued), queued
+    peer = Peer(prosody, [room])
+    try:
+        prosody.register(d.user, d.token)
+        wait_until(lambda: d.status()["outbox"] == 0, 3 * hi + 20, message="the queued sends confirmed")
+        got = peer.wait_for(lambda m: m["body"].startswith("queued-"), count=3)
+        assert [m["body"] for m in got] == [f"queued-{i}" for i in range(3)], got
+    finally:
+        peer.close()
