@@ -98,4 +98,20 @@ final class BackendSettingsXMPPTests: XCTestCase {
     XCTAssertEqual(
       refused?.message, "'lobby' is not a room's JID such as lobby@conference.example.org")
   }
+
+  func testCatchUpIsNewOrAll() throws {
+    func catchUpAll(_ value: String) throws -> Bool? {
+      let c = try load(backend + "[XMPP]\nJID=bot@example.org\nCatchUp=\(value)\n")
+      return BackendSettings(c, url: try XCTUnwrap(c.url), token: "p").link.dialect.xmpp?
+        .catchUpAll
+    }
+    XCTAssertEqual(try catchUpAll("all"), true)
+    XCTAssertEqual(try catchUpAll("new"), false)
+    XCTAssertEqual(try catchUpAll(""), false)
+    let refused = error(backend + "[XMPP]\nJID=bot@example.org\nCatchUp=some\n")
+    XCTAssertEqual(refused?.key, "[XMPP] CatchUp")
+    XCTAssertEqual(
+      refused?.message,
+      "'some' is not new (a room never stored starts from now) or all (its whole archive)")
+  }
 }

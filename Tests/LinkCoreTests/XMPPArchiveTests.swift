@@ -72,6 +72,20 @@ final class XMPPArchiveTests: XCTestCase {
     XCTAssertNotNil(dialect.read(.xml(S.groupchat("live"))).record)
   }
 
+  func testWithCatchUpAllARoomNeverStoredImportsItsWholeArchive() {
+    var dialect = XMPPProtocol(S.settings { $0.catchUpAll = true }, services: S.services())
+    _ = dialect.open(handshake(subprotocol: "xmpp"))
+    for frame in S.negotiation() { _ = dialect.read(.xml(frame)) }
+    _ = dialect.join(RoomID(S.room)!, after: nil)
+    XCTAssertEqual(
+      texts(dialect.read(.xml(S.selfPresence())).replies),
+      [
+        "<iq xmlns='jabber:client' type='set' to='lobby@conference.example.org' id='mam-1'><query "
+          + "xmlns='urn:xmpp:mam:2' queryid='mam-1'><set xmlns='http://jabber.org/protocol/rsm'>"
+          + "<max>50</max></set></query></iq>"
+      ])
+  }
+
   func testArchivedMessagesAreStoredWithTheirStanzaIDsAndTheirDelayInMeta() throws {
     var dialect = catchingUp()
     let reading = dialect.read(result("old", id: "sid-10"))

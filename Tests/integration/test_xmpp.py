@@ -317,6 +317,20 @@ def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive
         peer.close()
 
 
+def test_catch_up_all_imports_the_whole_archive_of_a_room_never_stored(daemons, tmp_path, prosody):
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        history = [(rooms[0], f"history-{i}") for i in range(120)]
+        peer.post(history)
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms, overrides={"XMPP": {"CatchUp": "all"}})
+        joined(d, peer, rooms)
+        wait_until(lambda: len(bodies(d, "history-")) >= len(history), 30, message="the archive imported")
+        assert bodies(d, "history-") == [b for _, b in history], "once each, in archive order"
+    finally:
+        peer.close()
+
+
 def test_kill_9_during_a_flood_loses_nothing_and_stores_nothing_twice(daemons, tmp_path, prosody):
     """kill -9 five times while the peer floods two rooms: every restart catches up from the
     archives after the newest stored stanza-ids; in the end every message is stored once, each

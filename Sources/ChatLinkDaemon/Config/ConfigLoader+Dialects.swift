@@ -112,6 +112,16 @@ extension ConfigLoader {
       }
       c.xmppResource = v.isEmpty ? nil : v
     },
+    "CatchUp": { (c, v) throws(ValueError) in
+      switch v.lowercased() {
+      case "", "new": c.xmppCatchUpAll = false
+      case "all": c.xmppCatchUpAll = true
+      default:
+        throw ValueError(
+          message: "'\(v)' is not new (a room never stored starts from now) or all (its whole "
+            + "archive)")
+      }
+    },
   ]
 
   /// An account's JID: a bare JID with a local part.

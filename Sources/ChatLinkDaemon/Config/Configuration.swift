@@ -114,6 +114,8 @@ public struct Configuration: Sendable, Hashable {
   public var xmppNick: String?
   /// The resource to bind; nil: chatlink- and 12 hex digits of /etc/machine-id (-NAME).
   public var xmppResource: String?
+  /// Whether a room never stored imports its whole archive ([XMPP] CatchUp=all).
+  public var xmppCatchUpAll = false
 
   /// The instance (`chatlinkd@NAME`, `--instance NAME`) whose defaults these are; nil for the
   /// plain chatlinkd.service.
@@ -186,7 +188,7 @@ public struct Configuration: Sendable, Hashable {
       "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix, mqttIDProperty,
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)", stompIDHeader,
-      xmppJID ?? "", xmppNick ?? "", xmppResource ?? "",
+      xmppJID ?? "", xmppNick ?? "", xmppResource ?? "", "\(xmppCatchUpAll)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,
       "\(socketMode)",

@@ -115,6 +115,7 @@ public struct BackendSettings: Sendable {
       resource: c.xmppResource ?? defaultMQTTClientID(instance: c.instance),
       transport: SASLTransport(secure: url.secure, host: url.host), nick: c.xmppNick)
     dialect.maxFrameBytes = c.maxMessageSize
+    dialect.catchUpAll = c.xmppCatchUpAll
     return dialect
   }
 

@@ -13,18 +13,19 @@ extension XMPPProtocol {
   static let archivePage = 50
 
   /// `<iq type='set' to='ROOM' id='mam-N'><query xmlns='urn:xmpp:mam:2' queryid='mam-N'>
-  /// <set xmlns='…rsm'><max>50</max><after>ID</after></set></query></iq>`.
-  mutating func archiveQuery(_ room: String, after: String) -> Message {
+  /// <set xmlns='…rsm'><max>50</max><after>ID</after></set></query></iq>`; without an id,
+  /// from the archive's start.
+  mutating func archiveQuery(_ room: String, after: String?) -> Message {
     archiveQueries += 1
     let id = "mam-\(archiveQueries)"
     rooms[room]?.query = id
     countSent()
-    let set = XMLElement(
+    var set = XMLElement(
       "set", namespace: Self.rsmNamespace,
-      children: [
-        XMLElement("max", namespace: Self.rsmNamespace, text: String(Self.archivePage)),
-        XMLElement("after", namespace: Self.rsmNamespace, text: after),
-      ])
+      children: [XMLElement("max", namespace: Self.rsmNamespace, text: String(Self.archivePage))])
+    if let after {
+      set.children.append(XMLElement("after", namespace: Self.rsmNamespace, text: after))
+    }
     return Self.frame(
       XMLElement(
         "iq", namespace: XMPPNamespace.client,

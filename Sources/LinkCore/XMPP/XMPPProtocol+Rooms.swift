@@ -118,7 +118,9 @@ extension XMPPProtocol {
       room.status = .joined
       room.nick = from.resource
       rooms[key] = room
-      if let after = room.after { reading.replies.append(archiveQuery(key, after: after)) }
+      if room.after != nil || settings.catchUpAll {
+        reading.replies.append(archiveQuery(key, after: room.after))
+      }
     }
   }
 

@@ -35,6 +35,9 @@ public struct XMPPProtocol: BackendProtocol {
     public var transport: SASLTransport
     /// The largest frame accepted from the server (MaxMessageSize=).
     public var maxFrameBytes = 1 << 20
+    /// Whether a room never stored imports its whole archive (`CatchUp=all`) instead of
+    /// starting from now.
+    public var catchUpAll = false
 
     /// Settings for `jid`; the nick defaults to its local part.
     public init(
