@@ -163,20 +163,6 @@ public struct DeliveryFailure: Sendable, Hashable {
   }
 }
 
-/// What a dialect sends first on a new connection.
-public struct ProtocolOpening: Sendable {
-  /// Frames to send right after the upgrade, before anything else.
-  public var frames: [Message]
-  /// Whether the session is usable at once (rooms joined, the outbox sent).
-  public var ready: Bool
-
-  /// Creates an opening.
-  public init(frames: [Message], ready: Bool) {
-    self.frames = frames
-    self.ready = ready
-  }
-}
-
 /// How a text payload was scanned as JSON, so the store need not scan it again. (Only what
 /// the store needs is kept: the scan's field table is large, and this travels with every
 /// inbound frame.)
@@ -260,6 +246,7 @@ public struct ProtocolReading: Sendable {
     var awaitingRelease: [UInt64] = []
     var notice: ProtocolNotice?
     var afterStored: Message?
+    var fromHistory = 0
   }
 
   // Copy on write: a shared box is copied before it is changed, so it is never mutated
@@ -374,6 +361,11 @@ public struct ProtocolReading: Sendable {
   public var afterStored: Message? {
     get { box?.fields.afterStored }
     _modify { yield &rare.afterStored }
+  }
+  /// How many of this frame's records a history catch-up brought (XMPP's archive results).
+  public var fromHistory: Int {
+    get { box?.fields.fromHistory ?? 0 }
+    _modify { yield &rare.fromHistory }
   }
   /// Something for the log that is not a fault (`ProtocolNotice`).
   public var notice: ProtocolNotice? {

@@ -112,6 +112,7 @@ extension LinkCore {
       armDeadline(now: now, &actions)
     }
     if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
+    counters.caughtUp += reading.fromHistory
     if let room = reading.historyGap {
       counters.historyGaps += 1
       actions.append(.report(.historyGap(room: room)))

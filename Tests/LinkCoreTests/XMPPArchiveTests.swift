@@ -155,4 +155,21 @@ final class XMPPArchiveTests: XCTestCase {
     XCTAssertNil(elsewhere.record)
     XCTAssertEqual(elsewhere.problem, "an archive result no query of ours asked for")
   }
+
+  func testTheLinkCountsWhatTheArchivesBroughtAndTheRoomsStillCatchingUp() {
+    var link = Harness(rooms: [S.room], backend: S.dialect())
+    link.on(.start)
+    link.on(.upgraded(handshake(subprotocol: "xmpp")))
+    for frame in S.negotiation() { link.on(.message(.xml(frame))) }
+    link.on(.positions([RoomID(S.room)!: Array("sid-9".utf8)]))
+    link.on(.message(.xml(S.selfPresence())))
+    XCTAssertEqual(link.core.roomsCatchingUp, 1)
+    link.on(.message(result("old", id: "sid-10")))
+    link.on(.message(result("older", id: "sid-11")))
+    XCTAssertEqual(link.core.counters.caughtUp, 2)
+    link.on(.message(fin(complete: true, last: "sid-11")))
+    XCTAssertEqual(link.core.roomsCatchingUp, 0)
+    link.on(.ended(closed(.abnormalClosure)))
+    XCTAssertEqual(link.core.counters.caughtUp, 2, "counters outlive the connection")
+  }
 }

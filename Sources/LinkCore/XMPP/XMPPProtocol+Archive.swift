@@ -5,7 +5,9 @@ import XMPP
 /// asked for what came after the newest stanza-id stored for the room, a page at a time until
 /// it says it is complete; its messages are stored in archive order, and the live messages
 /// that came meanwhile after them (the store drops those the archive had too, by stanza-id).
-extension XMPPProtocol {
+extension XMPPProtocol: CatchingUp {
+  public var roomsCatchingUp: Int { rooms.values.count { $0.query != nil } }
+
   static let mamNamespace = "urn:xmpp:mam:2"
   static let rsmNamespace = "http://jabber.org/protocol/rsm"
   static let forwardNamespace = "urn:xmpp:forward:0"
@@ -68,6 +70,7 @@ extension XMPPProtocol {
       ])
     record.meta = Self.meta(forwarded)
     rooms[room]?.archived += 1
+    reading.fromHistory += 1
     add(record, into: &reading)
     return true
   }
