@@ -529,3 +529,103 @@ def test_a_wrong_password_is_refused_clearly_retried_slowly_and_loses_no_queued_
         assert [m["body"] for m in got] == [f"queued-{i}" for i in range(3)], got
     finally:
         peer.close()
+
+
+# ---------------------------------------------------------------------------- a hostile server
+
+
+class HostileServer:
+    """A scripted XMPP-over-WebSocket server (websockets, subprotocol xmpp) that accepts any
+    PLAIN login, binds, confirms the join, sends one good groupchat message and then `bad`,
+    the frame under test; on every connection alike."""
+
+    ROOM = "lobby@conference.localhost"
+
+    def __init__(self, bad: str):
+        self.bad = bad
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(self._serve(), self.loop).result(10)
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.connections = 0
+
+    async def _serve(self):
+        from websockets.asyncio.server import serve
+        return await serve(self._session, "127.0.0.1", 0, subprotocols=["xmpp"])
+
+    async def _session(self, ws):
+        from websockets.exceptions import ConnectionClosed
+        self.connections += 1
+        framing = "urn:ietf:params:xml:ns:xmpp-framing"
+        opened = f"<open xmlns='{framing}' from='localhost' id='s' version='1.0'/>"
+        streams = "xmlns:stream='http://etherx.jabber.org/streams'"
+        try:
+            await ws.recv()
+            await ws.send(opened)
+            await ws.send(f"<stream:features {streams}><mechanisms xmlns='urn:ietf:params:xml:ns:"
+                          "xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>")
+            await ws.recv()
+            await ws.send("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+            await ws.recv()
+            await ws.send(opened)
+            await ws.send(f"<stream:features {streams}><bind xmlns='urn:ietf:params:xml:ns:"
+                          "xmpp-bind'/></stream:features>")
+            await ws.recv()
+            await ws.send("<iq xmlns='jabber:client' type='result' id='bind-1'><bind xmlns='urn:"
+                          "ietf:params:xml:ns:xmpp-bind'><jid>bot@localhost/r</jid></bind></iq>")
+            while "conference" not in await ws.recv():
+                pass
+            await ws.send(f"<presence xmlns='jabber:client' from='{self.ROOM}/bot'><x xmlns='http://"
+                          "jabber.org/protocol/muc#user'><status code='110'/></x></presence>")
+            await ws.send(f"<message xmlns='jabber:client' from='{self.ROOM}/eve' type='groupchat' "
+                          f"id='good-{self.connections}'><body>good</body></message>")
+            await ws.send(self.bad)
+            async for _ in ws:
+                pass
+        except ConnectionClosed:
+            pass
+
+    def close(self):
+        self.server.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+BOMB = ("<?xml version='1.0'?><!DOCTYPE m [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b '&a;&a;&a;&a;&a;"
+        "&a;&a;&a;&a;&a;'><!ENTITY c '&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;'>]><message xmlns='jabber:client' "
+        f"from='{HostileServer.ROOM}/eve' type='groupchat'><body>&c;</body></message>")
+
+
+@pytest.mark.parametrize("name,bad,reason", [
+    ("entity bomb", BOMB, "the XMPP server sent a DOCTYPE in the XML stream"),
+    ("processing instruction", f"<?evil x?><message xmlns='jabber:client' from='{HostileServer.ROOM}/eve' "
+                               "type='groupchat'><body>pi</body></message>",
+     "the XMPP server sent a processing instruction (evil)"),
+    # MaxMessageSize= stops it a layer below, in the WebSocket (1009), before XML is read.
+    ("oversized", f"<message xmlns='jabber:client' from='{HostileServer.ROOM}/eve' type='groupchat'>"
+                  f"<body>{'x' * 70000}</body></message>", "message exceeds 65536 bytes"),
+])
+def test_a_malicious_frame_ends_the_session_with_the_reason_and_nothing_of_it_is_stored(
+        daemons, tmp_path, name, bad, reason):
+    server = HostileServer(bad)
+    try:
+        d = Daemon(tmp_path / "d", f"ws://127.0.0.1:{server.port}/xmpp-websocket", {
+            "Backend": {"Protocol": "xmpp", "Rooms": HostileServer.ROOM, "MaxMessageSize": "64K"},
+            "XMPP": {"JID": "bot@localhost"}})
+        daemons.append(d)
+        d.start()
+        # The reason is in the log, and a broken session's in status as the last error (a
+        # WebSocket close of our own, 1009, is logged as how the connection ended).
+        d.wait_log(reason, timeout=15)
+        if name != "oversized":
+            wait_until(lambda: reason in (d.status().get("last_error") or ""), 15,
+                       message=f"the session ended for the {name}")
+        wait_until(lambda: server.connections >= 2, 15, message="a reconnect")
+        assert d.running(), "the daemon never exits on bad input"
+        bodies = [r["data"]["body"] for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)]
+        print(f"{name}: status {d.status()}; stored {bodies}")
+        assert bodies and set(bodies) == {"good"}, bodies
+    finally:
+        server.close()
+
