@@ -37,6 +37,14 @@ final class XMPPResumptionTests: XCTestCase {
     XCTAssertEqual(reconnect(&dialect), ["<resume xmlns='urn:xmpp:sm:3' previd='sm-1' h='2'/>"])
   }
 
+  func testAConnectionLostDuringTheAttemptTriesTheSameResumptionAgain() {
+    var dialect = readyWithOneMessage()
+    XCTAssertEqual(reconnect(&dialect), ["<resume xmlns='urn:xmpp:sm:3' previd='sm-1' h='2'/>"])
+    XCTAssertEqual(reconnect(&dialect), ["<resume xmlns='urn:xmpp:sm:3' previd='sm-1' h='2'/>"])
+    _ = dialect.read(.xml("<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='2'/>"))
+    XCTAssertNil(dialect.join(RoomID(S.room)!), "the room kept through both connections")
+  }
+
   func testAResumedSessionKeepsItsRoomsAndCountsOnFromBothSides() {
     var dialect = readyWithOneMessage()
     _ = dialect.encode(entry(1, "lost?", id: "c1", room: "alice@example.org"))

@@ -51,9 +51,9 @@ extension XMPPProtocol {
       case .authenticated: break
       case .resumptionRefused:
         // What the old session held unacknowledged is gone with it: the rooms start anew.
+        resumption = nil
         previousRooms = [:]
         reading.notice = .resumptionRefused
-
       case .ready(let session):
         self.negotiation = nil
         ready(session, into: &reading)
@@ -78,6 +78,7 @@ extension XMPPProtocol {
     resumableID = session.streamManagement?.id
     sessionNote = session.note
     reading.session = .ready
+    resumption = nil
     if let serverHandled = session.resumedWithServerHandled {
       // The session goes on: its presence and rooms stand, the server resends what we had not
       // acknowledged, and counts on from what it had of ours (the core resends the rest).

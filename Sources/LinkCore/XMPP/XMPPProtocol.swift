@@ -81,6 +81,9 @@ public struct XMPPProtocol: BackendProtocol {
   var sessionNote: String?
   /// The stream management session's id, when the server will resume it (XEP-0198 §5).
   var resumableID: String?
+  /// The session the next connection asks to resume, kept until a session is ready or the
+  /// server refuses it (a connection lost during the attempt tries again).
+  var resumption: Resumption?
   /// The rooms of the last session, kept while a resumption may bring them back.
   var previousRooms: [String: RoomState] = [:]
   /// The last session's count of stanzas read, which a resumption goes on from.
@@ -125,14 +128,11 @@ public struct XMPPProtocol: BackendProtocol {
     // The last session, if the server keeps it: `handled` counts every stanza read, and every
     // one read has gone to the store, which this process writes whatever happens to the
     // connection (a new process has no session to resume).
-    var resume: Resumption?
     if let resumableID, let boundJID {
-      resume = Resumption(id: resumableID, jid: boundJID.description, handled: handled)
+      resumption = Resumption(id: resumableID, jid: boundJID.description, handled: handled)
       previousRooms = rooms
-    } else {
-      previousRooms = [:]
+      previousHandled = handled
     }
-    previousHandled = handled
     resumableID = nil
     resumed = false
     parser = XMLFrameParser(limits: XMLLimits(maxFrameBytes: settings.maxFrameBytes))
@@ -147,7 +147,7 @@ public struct XMPPProtocol: BackendProtocol {
     var negotiation = StreamNegotiation(
       settings: NegotiationSettings(
         username: settings.jid.local, domain: settings.jid.domain, resource: settings.resource,
-        password: settings.password, transport: settings.transport, resume: resume),
+        password: settings.password, transport: settings.transport, resume: resumption),
       clientNonce: services.nonce(), crypto: crypto)
     let frames = negotiation.start().compactMap { action -> Message? in
       if case .send(let element) = action { Self.frame(element) } else { nil }
