@@ -58,7 +58,7 @@ let package = Package(
 
     // The backend link as pure parts: the state machine, reconnect policy, delivery ledger,
     // keepalive and the backend-protocol seam with its dialects. No I/O, no clocks, no threads.
-    .target(name: "LinkCore", dependencies: ["WebSocket", "JSON"], swiftSettings: strict),
+    .target(name: "LinkCore", dependencies: ["WebSocket", "JSON", "XMPP"], swiftSettings: strict),
     // XMPP's wire as pure parts: frames parsed with expat (restricted XML), the writer, SASL.
     // No I/O, no clocks, no threads; randomness and crypto are handed in.
     .target(name: "XMPP", dependencies: ["CExpat", "WebSocket"], swiftSettings: strict),
@@ -68,7 +68,7 @@ let package = Package(
       name: "ChatLinkDaemon",
       dependencies: [
         "LinkCore", "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink",
-        "ChatLinkAPI", "CSystem",
+        "ChatLinkAPI", "CSystem", "XMPP",
       ],
       swiftSettings: strict),
 
@@ -103,7 +103,8 @@ let package = Package(
       swiftSettings: strict),
     .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "JSON"], swiftSettings: strict),
     .testTarget(
-      name: "LinkCoreTests", dependencies: ["LinkCore", "WebSocket", "JSON", "TestSupport"],
+      name: "LinkCoreTests",
+      dependencies: ["LinkCore", "WebSocket", "JSON", "XMPP", "Transport", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "XMPPTests", dependencies: ["XMPP", "WebSocket", "Transport", "TestSupport"],
@@ -115,7 +116,7 @@ let package = Package(
       name: "ChatLinkDaemonTests",
       dependencies: [
         "ChatLinkDaemon", "ChatLinkAPI", "Varlink", "LinkCore", "JSON", "WebSocket",
-        "Transport", "EventLoop", "TestSupport",
+        "Transport", "EventLoop", "XMPP", "TestSupport",
       ],
       swiftSettings: strict),
     .testTarget(

@@ -42,6 +42,9 @@ public protocol BackendProtocol {
   /// Whether the dialect delivers messages in two steps (MQTT QoS 2), so the core keeps their
   /// receipts (`InboundReceipts`) and a journal of them.
   var keepsReceipts: Bool { get }
+  /// Whether each acknowledgement covers every one before it (XEP-0198's `<a h='N'/>` counts
+  /// stanzas): of those released together only the last goes out.
+  var acknowledgementsAreCumulative: Bool { get }
 
   /// Starts the dialect on a new connection: the frames that open its session, and whether the
   /// session is ready at once (otherwise a later `read` reports `.ready` or `.refused`).
@@ -74,6 +77,10 @@ public protocol BackendProtocol {
   /// While the backend sends heartbeats of its own (`ProtocolReading.peerHeartbeat`), the frame
   /// still goes out every interval and needs no answer (STOMP's heart-beats go both ways).
   mutating func heartbeat() -> Message?
+  /// The frame that ends the dialect's session when the link stops (XMPP's `<close/>`: the
+  /// server then ends the session at once instead of keeping it for a resumption no process
+  /// will ask for). Nil by default: the WebSocket close is all.
+  mutating func farewell() -> Message?
   /// Reads one inbound frame; never fails: frames that do not parse are still stored.
   mutating func read(_ message: Message) -> ProtocolReading
   /// Reads one inbound frame into `reading`, which starts empty. The core calls this one: a
@@ -101,6 +108,7 @@ extension BackendProtocol {
   public var session: ProtocolSession? { nil }
   public var maxInFlight: Int? { nil }
   public var keepsReceipts: Bool { false }
+  public var acknowledgementsAreCumulative: Bool { false }
   public func refusal(of entry: OutboxEntry) -> String? { nil }
   public func storedForm(of frame: Message) -> Message { frame }
   public func storedForm(of frame: Message, for entry: OutboxEntry) -> Message {
@@ -117,6 +125,7 @@ extension BackendProtocol {
     ProtocolOpening(frames: [], ready: true)
   }
   public mutating func heartbeat() -> Message? { nil }
+  public mutating func farewell() -> Message? { nil }
   public mutating func read(_ message: consuming Message, into reading: inout ProtocolReading) {
     reading = read(message)
   }
@@ -140,12 +149,6 @@ public struct ProtocolSession: Sendable, Hashable {
   }
 }
 
-/// Something about the backend worth a line in the log that is no fault of its frames.
-public enum ProtocolNotice: Sendable, Hashable {
-  /// The broker granted a subscription a lower QoS than asked (RabbitMQ grants 1 for 2).
-  case grantedLess(filter: String, asked: UInt8, granted: UInt8)
-}
-
 /// A message the backend refused, by outbox count, with its reason.
 public struct DeliveryFailure: Sendable, Hashable {
   /// The outbox count of the message.
@@ -157,20 +160,6 @@ public struct DeliveryFailure: Sendable, Hashable {
   public init(count: UInt64, reason: String) {
     self.count = count
     self.reason = reason
-  }
-}
-
-/// What a dialect sends first on a new connection.
-public struct ProtocolOpening: Sendable {
-  /// Frames to send right after the upgrade, before anything else.
-  public var frames: [Message]
-  /// Whether the session is usable at once (rooms joined, the outbox sent).
-  public var ready: Bool
-
-  /// Creates an opening.
-  public init(frames: [Message], ready: Bool) {
-    self.frames = frames
-    self.ready = ready
   }
 }
 
@@ -224,6 +213,8 @@ public struct ProtocolReading: Sendable {
     var deliveriesForgotten = false
     var awaitingRelease: [UInt64] = []
     var notice: ProtocolNotice?
+    var afterStored: Message?
+    var fromHistory = 0
   }
 
   // Copy on write: a shared box is copied before it is changed, so it is never mutated
@@ -331,6 +322,18 @@ public struct ProtocolReading: Sendable {
   public var awaitingRelease: [UInt64] {
     get { box?.fields.awaitingRelease ?? [] }
     _modify { yield &rare.awaitingRelease }
+  }
+  /// A frame to send once every record stored before this frame is durable, in order with
+  /// their acknowledgements (XEP-0198's `<a/>` answering the server's `<r/>`: its count
+  /// covers every stanza read so far, so it may not go out before their records are durable).
+  public var afterStored: Message? {
+    get { box?.fields.afterStored }
+    _modify { yield &rare.afterStored }
+  }
+  /// How many of this frame's records a history catch-up brought (XMPP's archive results).
+  public var fromHistory: Int {
+    get { box?.fields.fromHistory ?? 0 }
+    _modify { yield &rare.fromHistory }
   }
   /// Something for the log that is not a fault (`ProtocolNotice`).
   public var notice: ProtocolNotice? {

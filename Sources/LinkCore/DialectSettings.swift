@@ -11,15 +11,18 @@ public enum DialectSettings: Sendable, Hashable {
   case mqtt(MQTTProtocol.Settings)
   /// STOMP 1.2/1.1 over WebSocket.
   case stomp(STOMPProtocol.Settings)
+  /// XMPP over WebSocket (RFC 7395).
+  case xmpp(XMPPProtocol.Settings)
 
-  /// A fresh dialect for a new connection.
-  public func makeDialect() -> any BackendProtocol {
+  /// A fresh dialect, given what it needs from outside the core.
+  public func makeDialect(_ services: DialectServices = DialectServices()) -> any BackendProtocol {
     switch self {
     case .envelope(let names, let sender): EnvelopeProtocol(names: names, sender: sender)
     case .raw: RawProtocol()
     case .socketIO(let settings): SocketIOProtocol(settings)
     case .mqtt(let settings): MQTTProtocol(settings)
     case .stomp(let settings): STOMPProtocol(settings)
+    case .xmpp(let settings): XMPPProtocol(settings, services: services)
     }
   }
 
@@ -29,7 +32,7 @@ public enum DialectSettings: Sendable, Hashable {
   public var hasSession: Bool {
     switch self {
     case .envelope, .raw: false
-    case .socketIO, .mqtt, .stomp: true
+    case .socketIO, .mqtt, .stomp, .xmpp: true
     }
   }
 
@@ -55,6 +58,13 @@ public enum DialectSettings: Sendable, Hashable {
         ? "at least once: ACK once durable; a redelivery is stored again"
         : "exactly once within the dedupe window: ACK once durable, duplicates dropped by "
           + settings.idHeader
+    case .xmpp:
+      return dedupes
+        ? "exactly once within the dedupe window: rooms caught up from their archives after "
+          + "the newest stored stanza-id, XEP-0198 acknowledged once durable, duplicates "
+          + "dropped by stanza-id"
+        : "rooms caught up from their archives after the newest stored stanza-id, XEP-0198 "
+          + "acknowledged once durable; a redelivery is stored again"
     }
   }
 
@@ -95,6 +105,11 @@ public enum DialectSettings: Sendable, Hashable {
   /// The STOMP settings, when the dialect is STOMP.
   public var stomp: STOMPProtocol.Settings? {
     if case .stomp(let settings) = self { settings } else { nil }
+  }
+
+  /// The XMPP settings, when the dialect is XMPP.
+  public var xmpp: XMPPProtocol.Settings? {
+    if case .xmpp(let settings) = self { settings } else { nil }
   }
 
   /// The Socket.IO settings, when the dialect is Socket.IO.

@@ -18,6 +18,8 @@ import WebSocket
 public struct DurableAcknowledgements: Sendable {
   /// The seq of an acknowledgement whose record is still to be appended: never durable.
   private static let unassignedSeq = UInt64.max
+  /// The seq of a frame that goes out right after the one before it (`holdBehind`).
+  private static let followerSeq = UInt64.max - 1
   /// The acknowledgements, oldest first; those near the back may wait for their seq.
   private var waiting = FIFOBuffer<(seq: UInt64, frame: Message)>()
   /// How many have no seq yet (their records are still to be appended).
@@ -47,6 +49,14 @@ public struct DurableAcknowledgements: Sendable {
     waiting.append((seq, frame))
   }
 
+  /// Holds `frame` until every acknowledgement held before it has gone, and returns nil; or,
+  /// when none waits (every record acknowledged so far is durable), returns it to go now.
+  public mutating func holdBehind(_ frame: Message) -> Message? {
+    guard !waiting.isEmpty else { return frame }
+    waiting.append((Self.followerSeq, frame))
+    return nil
+  }
+
   /// The store appended the record of the oldest held acknowledgement that had no seq yet.
   public mutating func stored(seq: UInt64) {
     if voided > 0 {
@@ -63,7 +73,9 @@ public struct DurableAcknowledgements: Sendable {
   public mutating func release(through seq: UInt64) -> [Message] {
     durableThrough = max(durableThrough, seq)
     guard let first = waiting.elements.first, first.seq <= seq else { return [] }
-    return waiting.takeFirst(while: { $0.seq <= seq }).map(\.frame)
+    // A follower is never first here (it is held only behind another), so it goes only with
+    // the one before it.
+    return waiting.takeFirst(while: { $0.seq <= seq || $0.seq == Self.followerSeq }).map(\.frame)
   }
 
   /// The connection ended: the waiting acknowledgements are void, and so are the seqs still

@@ -52,7 +52,12 @@ extension LinkCore {
   mutating func durable(through seq: UInt64, _ actions: inout [LinkAction]) {
     if tracksReceipts { receiptsDurable(through: seq, &actions) }
     let wasEmpty = acknowledgements.isEmpty
-    for frame in acknowledgements.release(through: seq) { actions.append(.send(frame)) }
+    let frames = acknowledgements.release(through: seq)
+    if cumulativeAcknowledgements {
+      if let last = frames.last { actions.append(.send(last)) }
+    } else {
+      for frame in frames { actions.append(.send(frame)) }
+    }
     if !wasEmpty && acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
   }
 
@@ -76,6 +81,9 @@ extension LinkCore {
       store(record, acknowledgement: acknowledgement, &actions)
     }
     for reply in reading.replies { actions.append(.send(reply)) }
+    if let frame = reading.afterStored, let now = acknowledgements.holdBehind(frame) {
+      actions.append(.send(now))
+    }
     if reading.heartbeatAnswered {
       // A dialect's heartbeat answer (MQTT's PINGRESP) is its pong: its round trip counts.
       // (During the set-up the outstanding probe is the set-up itself, not a heartbeat.)
@@ -104,6 +112,7 @@ extension LinkCore {
       armDeadline(now: now, &actions)
     }
     if let problem = reading.problem { actions.append(.report(.protocolProblem(problem))) }
+    counters.caughtUp += reading.fromHistory
     if let room = reading.historyGap {
       counters.historyGaps += 1
       actions.append(.report(.historyGap(room: room)))

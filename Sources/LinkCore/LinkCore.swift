@@ -63,6 +63,10 @@ public struct LinkCore {
   /// Whether the dialect delivers in two steps (`backend.keepsReceipts`, kept at hand: every
   /// acknowledged record asks).
   var tracksReceipts: Bool
+  /// Whether the dialect's acknowledgements are cumulative (`backend`'s, kept at hand).
+  var cumulativeAcknowledgements: Bool
+  /// What the dialects get from outside the core (SCRAM's crypto and nonces).
+  let services: DialectServices
   var keepalive: Keepalive
   /// The rooms from Rooms=, as distinct from rooms joined at run time.
   var configuredRooms: [RoomID]
@@ -71,17 +75,20 @@ public struct LinkCore {
 
   /// Creates the core; `.start` connects. The dialect is the one `settings.dialect` describes,
   /// unless `backend` gives another (a test's). `random` drives the backoff's jitter;
-  /// `receipts` are the two-step deliveries pending at start (rebuilt from their journal).
+  /// `receipts` are the two-step deliveries pending at start (rebuilt from their journal);
+  /// `services` what a dialect needs from outside the core.
   public init(
     settings: LinkSettings, rooms: [RoomID], backend: (any BackendProtocol)? = nil,
-    receipts: InboundReceipts = InboundReceipts(),
+    receipts: InboundReceipts = InboundReceipts(), services: DialectServices = DialectServices(),
     random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
   ) {
     self.settings = settings
-    let backend = backend ?? settings.dialect.makeDialect()
+    let backend = backend ?? settings.dialect.makeDialect(services)
     self.backend = backend
+    self.services = services
     self.receipts = receipts
     tracksReceipts = backend.keepsReceipts
+    cumulativeAcknowledgements = backend.acknowledgementsAreCumulative
     self.rooms = backend.hasRooms ? rooms : []
     configuredRooms = self.rooms
     backoff = Backoff(
@@ -331,8 +338,9 @@ public struct LinkCore {
     let reconnecting = new.needsNewConnection(from: settings)
     // A dialect with a session is replaced here only because a new connection follows.
     if new.dialect != settings.dialect {
-      backend = new.dialect.makeDialect()
+      backend = new.dialect.makeDialect(services)
       tracksReceipts = backend.keepsReceipts
+      cumulativeAcknowledgements = backend.acknowledgementsAreCumulative
     }
     settings = new
     backoff.minimum = new.reconnectMin
@@ -356,6 +364,7 @@ public struct LinkCore {
     case .idle, .waiting:
       finishStop(&actions)
     case .attempting, .settingUp, .ready:
+      if phase == .ready, let frame = backend.farewell() { actions.append(.send(frame)) }
       lifecycle = .closing(LinkClosing(session: lifecycle.session, because: nil, stopping: true))
       setState(.closing, "shutting down", &actions)
       actions.append(.close(.goingAway, reason: "shutting down"))

@@ -11,6 +11,8 @@ public struct LinkCounters: Sendable, Hashable {
   /// Times the backend said its history no longer reached back to where a join asked it to
   /// replay from.
   public var historyGaps = 0
+  /// Inbound records a history catch-up brought (XMPP's archives).
+  public var caughtUp = 0
   /// Successful connections.
   public var connects = 0
   /// Connection attempts.

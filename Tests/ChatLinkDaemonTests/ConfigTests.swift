@@ -280,7 +280,7 @@ final class ConfigTests: XCTestCase {
     XCTAssertEqual(error("[Backend]\nURL=ws://a/\n[STOMP]\nVirtualHost=a\u{7F}")?.line, 4)
     XCTAssertTrue(
       error("[Backend]\nURL=ws://a/\nProtocol=raw\nRooms=/queue/a")?.message.contains(
-        "mqtt or stomp") ?? false)
+        "mqtt, stomp or xmpp") ?? false)
   }
 
   func testTheCatchUpAndDedupeKeysParseAndBadValuesAreRefusedWithTheirLine() throws {

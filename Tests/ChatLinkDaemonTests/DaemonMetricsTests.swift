@@ -16,11 +16,13 @@ final class DaemonMetricsTests: XCTestCase {
     counters.sent = 6
     counters.confirmed = 5
     counters.failed = 1
+    counters.caughtUp = 3
     counters.endings = ["timeout": 1, "close_1006": 2]
     counters.roundTrips.observe(0.002)
     var metrics = DaemonMetrics(state: "open", counters: counters, version: "0.1.0")
     metrics.queued = 7
     metrics.outboxDepth = 1
+    metrics.roomsCatchingUp = 2
     metrics.outboxOldestAge = 2.5
     metrics.bytesReceived = 900
     metrics.lastConnected = 1_764_849_600
@@ -46,6 +48,7 @@ final class DaemonMetricsTests: XCTestCase {
       "chatlink_outbox_oldest_age_seconds 2.5", "chatlink_received_bytes_total 900",
       "chatlink_last_connect_timestamp_seconds 1764849600",
       "chatlink_ping_rtt_seconds_count 1", "chatlink_build_info{version=\"0.1.0\"} 1",
+      "chatlink_history_caught_up_total 3", "chatlink_rooms_catching_up 2",
     ] {
       XCTAssertTrue(text.contains("\n" + line + "\n"), line)
     }

@@ -12,6 +12,7 @@ refuses root) and is ended by PID. See ../shared/notes/test-servers.md.
     p.register("user", "pencil")         # prosodyctl register, before or after the start
     p.ws_url                             # ws://127.0.0.1:PORT/xmpp-websocket (subprotocol xmpp)
     p.domain, p.muc                      # "localhost", "conference.localhost"
+    p.restart()                          # the same ports and data
     p.stop()
 
 Run as a script, it starts one, signs in over WebSocket with a small client and prints what
@@ -86,21 +87,31 @@ class Prosody:
         (p.dir / "data").mkdir(parents=True, exist_ok=True)
         p.config.write_text(CONFIG.format(dir=p.dir, c2s=p.c2s_port, http=p.http_port,
                                           domain=cls.domain, muc=cls.muc))
+        p._launch()
+        return p
+
+    def _launch(self) -> None:
         user = pwd.getpwnam("prosody")
-        for path in [p.dir, *p.dir.rglob("*")]:
+        for path in [self.dir, *self.dir.rglob("*")]:
             os.chown(path, user.pw_uid, user.pw_gid)
-        p.process = subprocess.Popen(
-            ["runuser", "-u", "prosody", "--", "prosody", "--config", str(p.config), "-F"],
+        self.process = subprocess.Popen(
+            ["runuser", "-u", "prosody", "--", "prosody", "--config", str(self.config), "-F"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", p.http_port), timeout=0.2).close()
-                return p
+                socket.create_connection(("127.0.0.1", self.http_port), timeout=0.2).close()
+                socket.create_connection(("127.0.0.1", self.c2s_port), timeout=0.2).close()
+                return
             except OSError:
                 time.sleep(0.1)
-        p.stop()
-        raise RuntimeError(f"prosody did not listen on {p.http_port}; see {p.dir}/prosody.log")
+        self.stop()
+        raise RuntimeError(f"prosody did not listen on {self.http_port}; see {self.dir}/prosody.log")
+
+    def restart(self) -> None:
+        """Stops the server and starts it again on the same ports, with the same data."""
+        self.stop()
+        self._launch()
 
     def register(self, user: str, password: str) -> None:
         subprocess.run(["runuser", "-u", "prosody", "--", "prosodyctl", "--config",

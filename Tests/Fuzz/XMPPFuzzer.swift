@@ -1,16 +1,19 @@
 // libFuzzer target for what an XMPP server can send over WebSocket (RFC 7395): XMLFrameParser
-// reading frames in any split, XMLWriter writing what it read back, and SASLNegotiation
-// reading a hostile server's SASL elements.
+// reading frames in any split, XMLWriter writing what it read back, SASLNegotiation reading a
+// hostile server's SASL elements, and the XMPP dialect (LinkCore's XMPPProtocol) reading its
+// stanzas.
 //
-// scripts/fuzz.sh builds JSON, WebSocket and XMPP as modules (with expat through CExpat) and
-// compiles this file against them (public API only); see its header comment for the commands.
+// scripts/fuzz.sh builds JSON, WebSocket, XMPP and LinkCore as modules (with expat through
+// CExpat) and compiles this file against them (public API only); see its header comment for
+// the commands.
 //
 // Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
 //   byte 0   bits 0-1: limits: 0 the defaults (1 MiB, depth 32, 10,000 elements), 1 a
 //            256-byte frame, 2 depth 4, 3 at most 8 elements; bit 2: SASL (below), bit 3:
 //            PLAIN allowed, bit 4: SCRAM-SHA-256 offered (else SCRAM-SHA-1); bit 5: stream
-//            negotiation (below), bit 6: it asks to resume a session
+//            negotiation (below), bit 6: it asks to resume a session; bit 7: the dialect
+//            (below)
 //   byte 1   the chunk seed: how each frame is cut into pieces (FuzzSupport.chunkSizes)
 //   then     frames, separated by NUL (which XML can never hold)
 //
@@ -31,9 +34,15 @@
 //    once it succeeded, refused or failed, it is over;
 //  - with bit 5, every event goes to a StreamNegotiation until it finishes: what it sends
 //    writes and reads back as itself, it ends with exactly one final action (ready, refused,
-//    failed, closed) and says nothing after it.
+//    failed, closed) and says nothing after it;
+//  - with bit 7, every frame goes to an XMPPProtocol whose session is ready and whose room
+//    catches up from its archive (a new one after each frame that breaks the session): every
+//    record is a JSON object on one line whose id is its own stanza_id's value, the counts of
+//    its acknowledgements never go back, and every frame it answers with is well-formed XML.
 
 import Glibc
+import JSON
+import LinkCore
 import WebSocket
 import XMPP
 
@@ -53,7 +62,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   var sasl = input[0] & 4 == 4 ? makeNegotiation(flags: input[0]) : nil
   var settled = false
   var negotiation = input[0] & 32 == 32 ? makeStreamNegotiation(flags: input[0]) : nil
+  var dialect = input[0] & 128 == 128 ? DialectCheck() : nil
   for (index, frame) in frames.enumerated() {
+    dialect?.read(frame)
     let whole = XMLFrameParser(limits: limits).parse(frame: frame)
     var offset = 0
     frame.withUnsafeBytes { bytes in
@@ -241,5 +252,100 @@ struct FNV {
   mutating func next() -> UInt8 {
     mix(0)
     return UInt8(truncatingIfNeeded: value >> 29)
+  }
+}
+
+/// The XMPP dialect, its session ready and its room catching up, and what was seen of it.
+struct DialectCheck {
+  static let room = "lobby@conference.localhost"
+  var dialect: XMPPProtocol
+  var lastCount: UInt32 = 0
+
+  init() { dialect = Self.ready() }
+
+  /// PLAIN over loopback, binding, stream management; the room joined after "sid-1".
+  static func ready() -> XMPPProtocol {
+    let streams = "xmlns:stream='http://etherx.jabber.org/streams'"
+    let open = "<open xmlns='\(XMPPFraming.namespace)' from='localhost' id='s' version='1.0'/>"
+    let frames = [
+      open,
+      "<stream:features \(streams)><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>"
+        + "<mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+      "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>", open,
+      "<stream:features \(streams)><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/>"
+        + "<sm xmlns='urn:xmpp:sm:3'/></stream:features>",
+      "<iq xmlns='jabber:client' type='result' id='bind-1'><bind "
+        + "xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>user@localhost/r</jid></bind></iq>",
+      "<enabled xmlns='urn:xmpp:sm:3' id='sm-1' resume='true'/>",
+    ]
+    let settings = XMPPProtocol.Settings(
+      jid: JID(local: "user", domain: "localhost"), password: "pencil", resource: "r",
+      transport: .loopback)
+    var dialect = XMPPProtocol(
+      settings,
+      services: DialectServices(scram: fakeCrypto, nonce: { "fyko+d2lbbFgONRv9qkxdawL" }))
+    _ = dialect.open(
+      ClientHandshake.Result(
+        response: HTTPResponseHead(
+          status: 101, reason: "Switching Protocols", headers: HTTPHeaders()),
+        subprotocol: "xmpp", deflate: nil))
+    var last = ProtocolReading(record: nil)
+    for frame in frames { last = dialect.read(.text(Array(frame.utf8))) }
+    require(
+      last.session == .ready, "the scripted negotiation did not end ready: \(last.session as Any)")
+    if let room = RoomID(room) { _ = dialect.join(room, after: Array("sid-1".utf8)) }
+    _ = dialect.read(
+      .text(
+        Array(
+          ("<presence xmlns='jabber:client' from='\(room)/user'><x "
+            + "xmlns='http://jabber.org/protocol/muc#user'><status code='110'/></x></presence>")
+            .utf8)))
+    return dialect
+  }
+
+  mutating func read(_ frame: [UInt8]) {
+    let reading = dialect.read(.binary(frame))
+    var acknowledged = reading.moreRecords.map { ($0.record, $0.acknowledgement) }
+    if let record = reading.record { acknowledged.insert((record, reading.acknowledgement), at: 0) }
+    for (record, acknowledgement) in acknowledged {
+      check(record, frame: frame)
+      if let acknowledgement { count(acknowledgement) }
+    }
+    if let answer = reading.afterStored { count(answer) }
+    for reply in reading.replies {
+      let parsed = XMLFrameParser().parse(frame: reply.bytes)
+      require((try? parsed.get()) != nil, "a reply that does not parse: \(hex(reply.bytes))")
+    }
+    if case .broken? = reading.session {
+      dialect = Self.ready()
+      lastCount = 0
+    }
+  }
+
+  private func check(_ record: InboundMessage, frame: [UInt8]) {
+    let payload = record.payload.bytes
+    require(!payload.contains(0x0A), "a record on two lines from \(hex(frame))")
+    guard let data = try? JSONValue.parse(payload), data.objectValue != nil else {
+      return require(false, "a record that is no JSON object: \(hex(payload))")
+    }
+    require(
+      record.room.flatMap { try? JSONValue.parse($0) }?.stringValue != nil,
+      "a room that is no JSON string from \(hex(frame))")
+    let stanzaID = data["stanza_id"]?.stringValue
+    guard let id = record.idBytes else {
+      return require(stanzaID?.isEmpty ?? true, "a stanza_id without the record's id")
+    }
+    let text = String(decoding: id, as: UTF8.self)
+    require(text == stanzaID, "the id \(text) is not the stanza_id \(stanzaID ?? "none")")
+  }
+
+  private mutating func count(_ frame: Message) {
+    let text = frame.text ?? ""
+    let prefix = "<a xmlns='urn:xmpp:sm:3' h='"
+    guard text.hasPrefix(prefix), text.hasSuffix("'/>"),
+      let count = UInt32(text.dropFirst(prefix.count).dropLast(3))
+    else { return require(false, "an acknowledgement \(text)") }
+    require(count >= lastCount, "the count went back from \(lastCount) to \(count)")
+    lastCount = count
   }
 }

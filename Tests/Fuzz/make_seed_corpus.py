@@ -1140,7 +1140,7 @@ def dedupe_seeds_all() -> None:
 xmpp_seeds: dict[str, bytes] = {}
 
 X_LIMIT_256, X_DEPTH_4, X_ELEMENTS_8 = 1, 2, 3
-X_SASL, X_PLAIN, X_SHA256, X_NEGOTIATION, X_RESUME = 4, 8, 16, 32, 64
+X_SASL, X_PLAIN, X_SHA256, X_NEGOTIATION, X_RESUME, X_DIALECT = 4, 8, 16, 32, 64, 128
 
 
 def x_seed(name: str, flags: int, *frames: str | bytes, chunks: int = 0) -> None:
@@ -1255,6 +1255,24 @@ def xmpp_seeds_all() -> None:
            X_BOUND, "<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='5'/>", X_GROUPCHAT)
     x_seed("negotiation-refused", X_NEGOTIATION, X_OPEN, X_FEATURES,
            "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>", X_OPEN)
+    room = "lobby@conference.localhost"
+    x_seed("dialect", X_DIALECT,
+           f"<message xmlns='jabber:client' from='{room}/eve' type='groupchat' id='m1'><body>hi</body>"
+           f"<stanza-id xmlns='urn:xmpp:sid:0' id='sid-2' by='{room}'/></message>",
+           f"<message xmlns='jabber:client' from='{room}'><result xmlns='urn:xmpp:mam:2' queryid='mam-1' "
+           "id='sid-1b'><forwarded xmlns='urn:xmpp:forward:0'><delay xmlns='urn:xmpp:delay' "
+           f"stamp='2026-12-06T10:00:00Z'/><message xmlns='jabber:client' from='{room}/bob' "
+           "type='groupchat' id='o1'><body>old</body></message></forwarded></result></message>",
+           "<r xmlns='urn:xmpp:sm:3'/>",
+           f"<iq xmlns='jabber:client' type='result' id='mam-1' from='{room}'><fin xmlns='urn:xmpp:mam:2' "
+           "complete='true'><set xmlns='http://jabber.org/protocol/rsm'><last>sid-1b</last></set></fin></iq>",
+           "<message xmlns='jabber:client' from='bob@localhost/x' to='user@localhost' type='chat'>"
+           "<body>psst</body><stanza-id xmlns='urn:xmpp:sid:0' id='c-1' by='user@localhost'/></message>",
+           "<iq xmlns='jabber:client' type='get' id='p1' from='localhost'><ping xmlns='urn:xmpp:ping'/></iq>",
+           "<a xmlns='urn:xmpp:sm:3' h='3'/>")
+    x_seed("dialect-broken", X_DIALECT, "<stream:error xmlns:stream='http://etherx.jabber.org/streams'>"
+           "<conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>",
+           f"<message xmlns='jabber:client' from='{room}/eve' type='groupchat'><body>after</body></message>")
     x_seed("see-other-uri", 0, f"<close xmlns='{X_FRAMING}' see-other-uri='wss://other.example/xmpp'/>")
     x_seed("sasl-scram-sha1", X_SASL, x_sasl("challenge", X_RFC5802_FIRST),
            x_sasl("success", "v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), chunks=3)

@@ -89,4 +89,19 @@ final class DurableAcknowledgementsTests: XCTestCase {
     XCTAssertEqual(acks.release(through: 7), [])
     XCTAssertEqual(acks.release(through: 8), [text("earlier")])
   }
+
+  func testAFrameHeldBehindGoesRightAfterTheOneBeforeItOrAtOnceWhenNoneWaits() {
+    var acks = DurableAcknowledgements()
+    XCTAssertEqual(acks.holdBehind(text("answer 0")), text("answer 0"))
+    acks.hold(text("ack 1"))
+    XCTAssertNil(acks.holdBehind(text("answer 1")))
+    acks.hold(text("ack 2"))
+    XCTAssertEqual(acks.release(through: 1000), [], "no seq yet: nothing goes")
+    acks.stored(seq: 7)
+    XCTAssertEqual(acks.release(through: 6), [])
+    XCTAssertEqual(acks.release(through: 7), [text("ack 1"), text("answer 1")])
+    acks.stored(seq: 8)
+    XCTAssertEqual(acks.release(through: 8), [text("ack 2")])
+    XCTAssertTrue(acks.isEmpty)
+  }
 }

@@ -13,7 +13,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
 python="$repo/.venv/bin/python"
-if [ ! -x "$python" ] || ! "$python" -c "import pytest, pytest_timeout, websockets, varlink, socketio, aiohttp, paho.mqtt.client, stomp, pyfuse3, trio" 2>/dev/null; then
+if [ ! -x "$python" ] || ! "$python" -c "import pytest, pytest_timeout, websockets, varlink, socketio, aiohttp, paho.mqtt.client, stomp, slixmpp, pyfuse3, trio" 2>/dev/null; then
   echo "run.sh: $repo/.venv lacks the test packages; run scripts/setup.sh --test first" >&2
   exit 2
 fi

@@ -1,6 +1,7 @@
 import LinkCore
+import XMPP
 
-/// The dialects' sections of chatlinkd.conf: [MQTT] and [STOMP].
+/// The dialects' sections of chatlinkd.conf: [MQTT], [STOMP] and [XMPP].
 extension ConfigLoader {
   /// The keys of [MQTT].
   static let mqttSchema: [String: Setter] = [
@@ -90,4 +91,80 @@ extension ConfigLoader {
       c.stompHeartBeat = .milliseconds(value)
     },
   ]
+}
+
+/// [XMPP]: the account, its nick and resource.
+extension ConfigLoader {
+  /// The keys of [XMPP].
+  static let xmppSchema: [String: Setter] = [
+    "JID": { (c, v) throws(ValueError) in
+      guard !v.isEmpty else {
+        c.xmppJID = nil
+        return
+      }
+      c.xmppJID = try account(v).bareText
+    },
+    "Nick": { (c, v) throws(ValueError) in
+      guard v.utf8.count <= 1023, !v.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+        throw ValueError(message: "is not a nick (printable, at most 1023 bytes)")
+      }
+      c.xmppNick = v.isEmpty ? nil : v
+    },
+    "Resource": { (c, v) throws(ValueError) in
+      guard v.utf8.count <= 1023, !v.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+        throw ValueError(message: "is not a resource (printable, at most 1023 bytes)")
+      }
+      c.xmppResource = v.isEmpty ? nil : v
+    },
+    "CatchUp": { (c, v) throws(ValueError) in
+      switch v.lowercased() {
+      case "", "new": c.xmppCatchUpAll = false
+      case "all": c.xmppCatchUpAll = true
+      default:
+        throw ValueError(
+          message: "'\(v)' is not new (a room never stored starts from now) or all (its whole "
+            + "archive)")
+      }
+    },
+  ]
+
+  /// An account's JID: a bare JID with a local part.
+  static func account(_ text: String) throws(ValueError) -> JID {
+    let jid: JID
+    do {
+      jid = try JID(parsing: text)
+    } catch {
+      throw ValueError(message: "'\(text)' is not a JID: \(error)")
+    }
+    guard !jid.local.isEmpty, jid.isBare else {
+      throw ValueError(
+        message: "'\(text)' is not an account's bare JID such as bot@example.org "
+          + "(a local part, no resource)")
+    }
+    return jid
+  }
+
+  /// Protocol=xmpp needs [XMPP] JID=, and its rooms are MUC rooms' bare JIDs.
+  static func validateXMPP(_ c: Configuration, file: String) throws(ConfigError) {
+    guard c.xmppJID != nil else {
+      throw ConfigError(
+        file: file, line: 0, key: "[XMPP] JID",
+        message: "is required with Protocol=xmpp (the account, such as bot@example.org)")
+    }
+    for room in c.rooms {
+      do throws(ValueError) {
+        _ = try account(room)
+      } catch {
+        throw ConfigError(
+          file: file, line: 0, key: "[Backend] Rooms",
+          message: "'\(room)' is not a room's JID such as lobby@conference.example.org")
+      }
+    }
+  }
+
+  /// Rooms as the server writes their JIDs (the local part and domain lowercased), which is
+  /// how their records name them.
+  static func normalizeXMPPRooms(_ c: inout Configuration) {
+    c.rooms = c.rooms.map { (try? JID(parsing: $0))?.bareText ?? $0 }
+  }
 }

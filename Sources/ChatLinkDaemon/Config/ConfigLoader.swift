@@ -42,6 +42,7 @@ public enum ConfigLoader {
       }
     }
     try validate(configuration, file: sources.first?.file ?? defaultPath)
+    if configuration.chatProtocol == .xmpp { normalizeXMPPRooms(&configuration) }
     return configuration
   }
 
@@ -77,8 +78,9 @@ public enum ConfigLoader {
     if c.chatProtocol == .raw && !c.rooms.isEmpty {
       throw fail(
         "[Backend] Rooms",
-        "needs Protocol=envelope, socketio, mqtt or stomp: raw mode has no rooms to join")
+        "needs Protocol=envelope, socketio, mqtt, stomp or xmpp: raw mode has no rooms to join")
     }
+    if c.chatProtocol == .xmpp { try validateXMPP(c, file: file) }
     if c.mqttVersion == .v311 && !c.mqttIDProperty.isEmpty {
       throw fail(
         "[MQTT] IDProperty",
@@ -258,6 +260,7 @@ public enum ConfigLoader {
     ],
     "MQTT": mqttSchema,
     "STOMP": stompSchema,
+    "XMPP": xmppSchema,
     "Store": [
       "Directory": { (c, v) throws(ValueError) in
         guard v.hasPrefix("/") else { throw ValueError(message: "'\(v)' is not an absolute path") }

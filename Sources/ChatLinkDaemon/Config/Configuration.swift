@@ -17,6 +17,8 @@ public struct Configuration: Sendable, Hashable {
     case mqtt
     /// STOMP 1.2 or 1.1: a broker, rooms as destinations.
     case stomp
+    /// XMPP over WebSocket (RFC 7395): a chat server, rooms as MUC rooms.
+    case xmpp
   }
 
   /// When appended store lines are made durable.
@@ -45,7 +47,7 @@ public struct Configuration: Sendable, Hashable {
   public var caFile: String?
   /// An HTTP CONNECT proxy, e.g. http://proxy:3128; nil means https_proxy/no_proxy apply.
   public var proxy: String?
-  /// Envelope, raw, socketio, mqtt or stomp.
+  /// Envelope, raw, socketio, mqtt, stomp or xmpp.
   public var chatProtocol = ChatProtocol.envelope
   /// Rooms joined after every connect.
   public var rooms: [String] = []
@@ -104,6 +106,16 @@ public struct Configuration: Sendable, Hashable {
   public var stompHeartBeat: Duration = .milliseconds(10000)
   /// The MESSAGE header holding a stable id set by senders ([STOMP] IDHeader=); empty: none.
   public var stompIDHeader = ""
+
+  // [XMPP]
+  /// The account's bare JID ([XMPP] JID=); required with Protocol=xmpp.
+  public var xmppJID: String?
+  /// The nick in every room; nil: the JID's local part.
+  public var xmppNick: String?
+  /// The resource to bind; nil: chatlink- and 12 hex digits of /etc/machine-id (-NAME).
+  public var xmppResource: String?
+  /// Whether a room never stored imports its whole archive ([XMPP] CatchUp=all).
+  public var xmppCatchUpAll = false
 
   /// The instance (`chatlinkd@NAME`, `--instance NAME`) whose defaults these are; nil for the
   /// plain chatlinkd.service.
@@ -176,6 +188,7 @@ public struct Configuration: Sendable, Hashable {
       "\(mqttVersion)", mqttClientID ?? "", "\(mqttCleanStart)", "\(mqttSessionExpiry)",
       "\(mqttKeepAlive)", mqttUsername ?? "", "\(mqttQoS)", mqttTopicPrefix, mqttIDProperty,
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)", stompIDHeader,
+      xmppJID ?? "", xmppNick ?? "", xmppResource ?? "", "\(xmppCatchUpAll)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
       "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,
       "\(socketMode)",

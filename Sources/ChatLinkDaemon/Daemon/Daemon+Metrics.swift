@@ -24,6 +24,7 @@ extension Daemon {
     metrics.messagesReceived = traffic.messagesReceived
     metrics.messagesSent = traffic.messagesSent
     metrics.duplicatesDropped = store.duplicatesDropped
+    metrics.roomsCatchingUp = link.roomsCatchingUp
     metrics.queued = outbox.queued
     metrics.outboxDepth = outbox.pending.count
     let now = Timestamp.now()

@@ -176,6 +176,12 @@ extension BackendLink {
       logger.warning(
         "the broker granted a lower QoS than asked",
         ["topic": filter, "asked": String(asked), "granted": String(granted)])
+    case .protocolNotice(.sessionResumed(let id)):
+      logger.info("resumed the backend session", ["session": id])
+    case .protocolNotice(.resumptionRefused):
+      logger.notice(
+        "the backend could not resume the last session; a new one starts, and what it held "
+          + "unacknowledged is lost with the old one")
     }
   }
 }

@@ -16,6 +16,8 @@ public final class BackendLink: WebSocketClientDelegate {
   public var state: ConnectionState { core.state }
   /// Counters for status.
   public var counters: LinkCounters { core.counters }
+  /// Rooms catching up from the backend's history now.
+  public var roomsCatchingUp: Int { core.roomsCatchingUp }
   /// A problem worth showing in status until the next successful connection.
   public var lastError: String? { core.lastError }
   /// How the last connection ended.
@@ -113,7 +115,8 @@ public final class BackendLink: WebSocketClientDelegate {
     self.logger = logger
     core = LinkCore(
       settings: settings.link, rooms: rooms, backend: dialect,
-      receipts: receipts?.restored ?? InboundReceipts(durableThrough: store.durableSeq))
+      receipts: receipts?.restored ?? InboundReceipts(durableThrough: store.durableSeq),
+      services: .system)
     ownFramesAreJSON = core.framesAreSingleLineJSON
     for timer in LinkTimer.allCases {
       let accuracy: Duration =

@@ -3,6 +3,7 @@ import LinkCore
 import Transport
 import WebSocket
 import WebSocketClient
+import XMPP
 
 /// The link's settings from a validated configuration: what the link core needs (the
 /// upgrade, the dialect, the keepalive and backoff) and how `BackendLink` reaches the backend.
@@ -34,13 +35,17 @@ public struct BackendSettings: Sendable {
       url: url, pingInterval: c.pingInterval, pongTimeout: c.pongTimeout,
       reconnectMin: c.reconnectMin, reconnectMax: c.reconnectMax)
     var headers = HTTPHeaders(c.headers)
-    if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+    // XMPP's token is the account's password: it goes only into SASL, which protects it
+    // (SCRAM never sends it; PLAIN only over TLS or loopback), never into a header.
+    if let token, c.chatProtocol != .xmpp {
+      headers.add(name: "Authorization", value: "Bearer \(token)")
+    }
     link.upgrade.headers = headers
     link.upgrade.subprotocols = c.subprotocols
     link.upgrade.compression = c.compression
     link.upgrade.maxMessageSize = c.maxMessageSize
     link.upgrade.proxy = proxy?.description
-    link.dialect = Self.dialect(c, token: token)
+    link.dialect = Self.dialect(c, url: url, token: token)
     switch link.dialect {
     case .mqtt:
       // PINGREQ is the keepalive: sent every KeepAliveSec=, as promised to the broker.
@@ -48,18 +53,21 @@ public struct BackendSettings: Sendable {
     case .stomp:
       // Our heart-beats go out on the keepalive's interval: HeartBeatMSec=, as CONNECT offers.
       if c.stompHeartBeat > .zero { link.pingInterval = c.stompHeartBeat }
-    case .envelope, .raw, .socketIO:
+    case .envelope, .raw, .socketIO, .xmpp:
       break
     }
   }
 
   /// The dialect Protocol= names, with its settings.
-  private static func dialect(_ c: Configuration, token: String?) -> DialectSettings {
+  private static func dialect(_ c: Configuration, url: WebSocketURL, token: String?)
+    -> DialectSettings
+  {
     switch c.chatProtocol {
     case .envelope: return .envelope(c.envelope, sender: c.sender)
     case .raw: return .raw
     case .mqtt: return .mqtt(mqtt(c, token: token))
     case .stomp: return .stomp(stomp(c, token: token))
+    case .xmpp: return .xmpp(xmpp(c, url: url, token: token))
     case .socketio:
       var dialect = SocketIOProtocol.Settings()
       dialect.namespace = c.socketIONamespace
@@ -97,10 +105,24 @@ public struct BackendSettings: Sendable {
     return dialect
   }
 
+  private static func xmpp(_ c: Configuration, url: WebSocketURL, token: String?)
+    -> XMPPProtocol.Settings
+  {
+    // The loader refuses Protocol=xmpp without a valid JID= (validateXMPP).
+    let jid = (try? JID(parsing: c.xmppJID ?? "")) ?? JID(local: "", domain: "invalid")
+    var dialect = XMPPProtocol.Settings(
+      jid: jid, password: token ?? "",
+      resource: c.xmppResource ?? defaultMQTTClientID(instance: c.instance),
+      transport: SASLTransport(secure: url.secure, host: url.host), nick: c.xmppNick)
+    dialect.maxFrameBytes = c.maxMessageSize
+    dialect.catchUpAll = c.xmppCatchUpAll
+    return dialect
+  }
+
   /// "chatlink-" and the first 12 hex digits of /etc/machine-id (plus "-NAME" for an
   /// instance): stable across restarts, so the broker finds the session, and different on
   /// every host of a fleet and for every instance of a host (a broker ends the older of two
-  /// sessions with one client id).
+  /// sessions with one client id). XMPP's default resource is the same, for the same reasons.
   static func defaultMQTTClientID(instance: Instance?) -> String {
     let id = (try? FileSystem.readText("/etc/machine-id", limit: 128)) ?? ""
     let hex = id.filter(\.isHexDigit).prefix(12)

@@ -15,6 +15,8 @@ public struct DaemonMetrics: Sendable {
   public var messagesSent = 0
   /// Inbound messages dropped because the store already had their ids.
   public var duplicatesDropped = 0
+  /// Rooms catching up from the backend's history now.
+  public var roomsCatchingUp = 0
   /// Sends accepted into the outbox.
   public var queued = 0
   /// Entries in the outbox now.
@@ -107,6 +109,13 @@ public struct DaemonMetrics: Sendable {
         "chatlink_history_gaps",
         help: "Times the backend's history no longer reached back to the newest stored id.",
         counters.historyGaps),
+      .counter(
+        "chatlink_history_caught_up",
+        help: "Inbound messages a history catch-up brought (XMPP: from the rooms' archives).",
+        counters.caughtUp),
+      .gauge(
+        "chatlink_rooms_catching_up", help: "Rooms catching up from the backend's history now.",
+        Double(roomsCatchingUp)),
     ]
   }
 

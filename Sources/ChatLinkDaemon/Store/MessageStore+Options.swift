@@ -19,8 +19,8 @@ extension MessageStore {
     /// Whether the protocol is told where message ids are, so the window is filled from the
     /// store at start; without ids there is nothing to read.
     public var idsConfigured = true
-    /// Whether joins name a room's newest stored id (`SinceField=`), so the dedupe window
-    /// keeps each room's as text.
+    /// Whether joins name a room's newest stored id (`SinceField=`, XMPP's archive queries),
+    /// so the dedupe window keeps each room's as text.
     public var keepsNewestIDs = true
 
     /// Creates options.
@@ -49,8 +49,10 @@ extension MessageStore {
         rooms: configuration.rooms.compactMap(RoomID.init))
       idsConfigured =
         !configuration.envelope.idField.isEmpty || !configuration.stompIDHeader.isEmpty
-        || !configuration.mqttIDProperty.isEmpty
-      keepsNewestIDs = !configuration.envelope.sinceField.isEmpty
+        || !configuration.mqttIDProperty.isEmpty || configuration.chatProtocol == .xmpp
+      // XMPP's catch-up asks each room's archive for what came after its newest stanza-id.
+      keepsNewestIDs =
+        !configuration.envelope.sinceField.isEmpty || configuration.chatProtocol == .xmpp
     }
   }
 }

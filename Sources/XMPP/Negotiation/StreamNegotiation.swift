@@ -38,6 +38,16 @@ public struct StreamNegotiation: Sendable {
     if case .done = phase { true } else { false }
   }
 
+  /// Whether a resource is bound and the negotiation still goes on (RFC 3921's session, or
+  /// stream management being enabled): the server may route stanzas to us already, which are
+  /// the session's, not the negotiation's (`receive` refuses them).
+  public var isBound: Bool {
+    switch phase {
+    case .establishingSession, .enabling: true
+    default: false
+    }
+  }
+
   /// The connection is upgraded: the first `<open/>`.
   public mutating func start() -> [NegotiationAction] {
     phase = .awaitingOpen(authenticated: false)
