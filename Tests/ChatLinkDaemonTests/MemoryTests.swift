@@ -1,4 +1,3 @@
-import Glibc
 import JSON
 import LinkCore
 import XCTest
@@ -20,45 +19,6 @@ final class MemoryTests: XCTestCase {
     blocks.removeAll()
     Memory.trimHeap()
     XCTAssertGreaterThan(Memory.releaseStartupPages(), 0)
-  }
-
-  /// What the daemon's periodic trim is for (`Memory.trimInterval`): memory freed below a
-  /// block still in use stays resident, glibc's own trimming gives back only the heap's top,
-  /// and `trimHeap` gives back the free pages inside.
-  func testTrimmingGivesBackFreedPagesBelowABlockStillInUse() throws {
-    Memory.configureAllocator()
-    let count = 16_384
-    let size = 256  // beyond the fast bins: freed neighbours merge into one free chunk
-    let before = try Self.anonymousKiB()
-    var blocks: [UnsafeMutableRawPointer] = []
-    blocks.reserveCapacity(count)
-    for i in 0..<count {
-      guard let block = malloc(size) else { return XCTFail("malloc failed") }
-      memset(block, Int32(i & 0x7f) | 1, size)
-      blocks.append(block)
-    }
-    // Allocated after the others, so it sits above them: the heap's top cannot shrink.
-    guard let pin = malloc(size) else { return XCTFail("malloc failed") }
-    memset(pin, 1, size)
-    defer { free(pin) }
-    let filled = try Self.anonymousKiB()
-    XCTAssertGreaterThan(filled - before, 3 * 1024, "the blocks were not resident")
-    for block in blocks { free(block) }
-    blocks = []
-    let freed = try Self.anonymousKiB()
-    XCTAssertGreaterThan(freed - before, 3 * 1024, "glibc gave the freed blocks back by itself")
-    Memory.trimHeap()
-    let trimmed = try Self.anonymousKiB()
-    XCTAssertGreaterThan(freed - trimmed, 3 * 1024, "the trim kept the freed pages")
-  }
-
-  /// RssAnon of this process, in KiB.
-  private static func anonymousKiB() throws -> Int {
-    let status = try FileSystem.readText("/proc/self/status")
-    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
-      let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
-    else { throw XCTSkip("no RssAnon in /proc/self/status") }
-    return kib
   }
 
   /// Only read-only mappings without private copies of files that also have an executable

@@ -234,20 +234,9 @@ public final class Daemon {
     notifier.ready(status: status.text)
     trimTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { Self.releaseStartupMemory() }
     Self.releaseStartupMemory()
-    try startHeapTrims()
   }
 
   private var trimTimer: Timer?
-  /// Gives the heaps' free pages back now and then (`Memory.trimInterval` says why).
-  private var heapTrimTimer: Timer?
-
-  private func startHeapTrims() throws(SystemError) {
-    heapTrimTimer = try loop.makeTimer(accuracy: .seconds(1)) { [unowned self] in
-      Memory.trimHeap()
-      self.heapTrimTimer?.schedule(after: Memory.trimInterval)
-    }
-    heapTrimTimer?.schedule(after: Memory.trimInterval)
-  }
   private var trimmedAfterConnect = false
 
   /// What start-up allocated and touched but the running daemon does not need (see `Memory`).

@@ -22,22 +22,6 @@ public enum Memory {
     _ = malloc_trim(0)
   }
 
-  /// How often the running daemon calls `trimHeap`.
-  ///
-  /// glibc gives memory back by itself only from the top of a heap (`M_TRIM_THRESHOLD`);
-  /// pages freed anywhere below a block still in use stay resident. Transient work comes
-  /// from many places and at random moments (history replies, parsed on the reader thread,
-  /// in the helper arena; follow streams; scrapes; a reconnect's catch-up; a reload), so
-  /// now and then several overlap, the heap grows to hold them all, and a long-lived block
-  /// allocated meanwhile pins the new top: the resident set steps up to that high-water
-  /// mark and stays there, one rare coincidence at a time, for months. `malloc_trim(0)`
-  /// also releases the whole free pages inside every arena, so the resident heap follows
-  /// what is in use. It walks the arenas' free chunks (well under a millisecond for a heap
-  /// of a few MiB), and a page it released costs a fault when it is used again: every 10
-  /// seconds, that is nothing beside the daemon's own work, and what the heap can keep is
-  /// bounded by what 10 seconds of transient work frees.
-  public static let trimInterval = Duration.seconds(10)
-
   /// Unmaps the clean pages of the program and its libraries from our page tables, so that
   /// only what runs from now on becomes resident again. Returns the bytes released.
   ///
