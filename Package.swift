@@ -132,7 +132,7 @@ let package = Package(
     .testTarget(
       name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"], swiftSettings: strict),
     .testTarget(
-      name: "TransportTests", dependencies: ["Transport", "EventLoop", "TestSupport"],
+      name: "TransportTests", dependencies: ["Transport", "EventLoop", "CSystem", "TestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "WebSocketClientTests",
