@@ -4,8 +4,10 @@ import XMPP
 
 extension DialectServices {
   /// What the daemon gives the dialects: OpenSSL's primitives for SCRAM (libcrypto loaded on
-  /// the first authentication, not at start) and nonces from the system's generator.
-  static let system = DialectServices(scram: openSSL, nonce: DialectServices.randomNonce)
+  /// the first authentication, not at start; PBKDF2's result kept for the last password and
+  /// salt) and nonces from the system's generator.
+  static let system = DialectServices(
+    scram: openSSL.cachingSaltedPasswords(), nonce: DialectServices.randomNonce)
 
   private static let openSSL = SCRAMCrypto(
     hash: { hash, data in (try? OpenSSLCrypto.shared())?.hash(digest(hash), data) },

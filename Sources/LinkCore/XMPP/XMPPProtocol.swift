@@ -56,7 +56,7 @@ public struct XMPPProtocol: BackendProtocol {
 
   let settings: Settings
   let services: DialectServices
-  /// The crypto with the salted password kept across connections.
+  /// SCRAM's crypto (the daemon's keeps the salted password across connections).
   let crypto: SCRAMCrypto
   /// The frame parser of the current connection.
   var parser: XMLFrameParser
@@ -97,7 +97,7 @@ public struct XMPPProtocol: BackendProtocol {
   public init(_ settings: Settings, services: DialectServices = DialectServices()) {
     self.settings = settings
     self.services = services
-    crypto = services.scram.cachingSaltedPasswords()
+    crypto = services.scram
     parser = XMLFrameParser(limits: XMLLimits(maxFrameBytes: settings.maxFrameBytes))
   }
 

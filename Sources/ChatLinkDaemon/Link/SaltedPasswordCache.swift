@@ -1,11 +1,12 @@
-import Synchronization
+import EventLoop
+import XMPP
 
 extension SCRAMCrypto {
   /// The same primitives, with PBKDF2's result kept for the last (hash, password, salt,
   /// iterations) asked: the salted password of an account changes only with its password, and
   /// every reconnect would otherwise spend the whole iteration count again on the thread that
   /// runs the session (ARCHITECTURE.md, "XMPP", has the cost).
-  public func cachingSaltedPasswords() -> SCRAMCrypto {
+  func cachingSaltedPasswords() -> SCRAMCrypto {
     let cache = SaltedPasswordCache()
     let derive = pbkdf2
     return SCRAMCrypto(
@@ -21,8 +22,9 @@ extension SCRAMCrypto {
   }
 }
 
-/// One salted password and what made it. The closures that use it are `@Sendable`, so it
-/// sits behind a mutex, though one thread (the loop's) is all that calls it.
+/// One salted password and what made it. The closures that use it are `@Sendable`, so it sits
+/// behind a lock, though one thread (the loop's) is all that calls it: a `ThreadLock`, which
+/// ThreadSanitizer sees (`make sanitize`).
 final class SaltedPasswordCache: Sendable {
   struct Key: Hashable, Sendable {
     var hash: SCRAMHash
@@ -31,7 +33,7 @@ final class SaltedPasswordCache: Sendable {
     var iterations: Int
   }
 
-  private let entry = Mutex<(key: Key, value: [UInt8])?>(nil)
+  private let entry = ThreadLock<(key: Key, value: [UInt8])?>(nil)
 
   func value(for key: Key) -> [UInt8]? {
     entry.withLock { $0?.key == key ? $0?.value : nil }

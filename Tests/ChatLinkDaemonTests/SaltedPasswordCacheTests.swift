@@ -2,6 +2,8 @@ import Synchronization
 import XCTest
 import XMPP
 
+@testable import ChatLinkDaemon
+
 final class SaltedPasswordCacheTests: XCTestCase {
   func testPBKDF2RunsOnceForTheSameSaltAndAgainWhenItChanges() throws {
     let runs = Mutex(0)
