@@ -41,6 +41,19 @@ final class BackendSettingsXMPPTests: XCTestCase {
       settings.clientConfiguration(offering: dialect.offeredSubprotocols).subprotocols, ["xmpp"])
   }
 
+  func testTwoSpellingsOfOneRoomAreOneRoom() throws {
+    let c = try load(
+      "[Backend]\nURL=ws://127.0.0.1:5280/xmpp-websocket\nProtocol=xmpp\n"
+        + "Rooms=Lobby@Conference.example.org,lobby@conference.example.org\n[XMPP]\nJID=b@e.org\n")
+    XCTAssertEqual(c.rooms, ["lobby@conference.example.org"])
+  }
+
+  func testAValueIsTrimmedScalarByScalarEvenBeforeACombiningMark() throws {
+    // A space and the combining mark after it are one Character.
+    let c = try load(backend + "[XMPP]\nJID=b@e.org\nNick= \u{07AD}x \n")
+    XCTAssertEqual(c.xmppNick, "\u{07AD}x")
+  }
+
   func testTheNickDefaultsToTheLocalPartAndTheResourceToTheMachinesPerInstance() throws {
     let c = try load(backend + "[XMPP]\nJID=bot@example.org\n", instance: try Instance("prod"))
     let settings = try XCTUnwrap(

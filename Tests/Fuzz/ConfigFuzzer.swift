@@ -52,6 +52,7 @@ import JSON
 import LinkCore
 import Transport
 import WebSocket
+import XMPP
 
 // MARK: - Entry point
 
@@ -324,7 +325,8 @@ let settingKeys: [(section: String, key: String)] =
     ("MQTT", "SessionExpirySec"), ("MQTT", "KeepAliveSec"), ("MQTT", "Username"), ("MQTT", "QoS"),
     ("MQTT", "TopicPrefix"), ("MQTT", "IDProperty"), ("STOMP", "VirtualHost"),
     ("STOMP", "Username"),
-    ("STOMP", "HeartBeatMSec"), ("STOMP", "IDHeader"),
+    ("STOMP", "HeartBeatMSec"), ("STOMP", "IDHeader"), ("XMPP", "JID"), ("XMPP", "Nick"),
+    ("XMPP", "Resource"), ("XMPP", "CatchUp"),
   ] + (envelopeFields.keys.sorted() + optionalEnvelopeFields.keys.sorted()).map { ("Envelope", $0) }
 
 /// An integer in `range`, as Swift reads one (an optional sign, then digits).
@@ -381,10 +383,34 @@ func referenceDialect(_ a: RefAssignment, to c: inout Configuration) -> Applied 
     let value = refInteger(v, 0...3_600_000).flatMap { $0 == 0 || $0 >= 100 ? $0 : nil }
     return set(value) { c.stompHeartBeat = .milliseconds($0) }
   case ("STOMP", "IDHeader"):
-    guard !scalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F }) else {
+    guard !scalars.contains(where: { $0.value <= 0x20 || $0 == ":" || $0.value == 0x7F }),
+      v != "destination", v != "content-length"
+    else { return .invalid }
+    c.stompIDHeader = v
+  // The JID grammar is XMPP's own (RFC 7622, `JIDTests`); what the reference checks is what
+  // the loader does with it: an account's bare JID, with a local part.
+  case ("XMPP", "JID"):
+    guard !v.isEmpty else {
+      c.xmppJID = nil
+      return .ok
+    }
+    guard let jid = try? JID(parsing: v), !jid.local.isEmpty, jid.isBare else { return .invalid }
+    c.xmppJID = jid.bareText
+  case ("XMPP", "Nick"), ("XMPP", "Resource"):
+    guard v.utf8.count <= 1023, !scalars.contains(where: { $0.value < 0x20 }) else {
       return .invalid
     }
-    c.stompIDHeader = v
+    if a.key == "Nick" {
+      c.xmppNick = v.isEmpty ? nil : v
+    } else {
+      c.xmppResource = v.isEmpty ? nil : v
+    }
+  case ("XMPP", "CatchUp"):
+    switch v.lowercased() {
+    case "", "new": c.xmppCatchUpAll = false
+    case "all": c.xmppCatchUpAll = true
+    default: return .invalid
+    }
   default: return .unknownKey
   }
   return .ok
@@ -493,7 +519,7 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
     case "SocketGroup": return set(v.isEmpty ? nil : v) { c.socketGroup = $0 }
     default: return .unknownKey
     }
-  case "SocketIO", "MQTT", "STOMP":
+  case "SocketIO", "MQTT", "STOMP", "XMPP":
     return referenceDialect(a, to: &c)
   case "Metrics":
     guard a.key == "Listen" else { return .unknownKey }
@@ -559,6 +585,19 @@ func referenceLoad(_ sources: [Source]) -> Result<Configuration, RefError> {
   // MQTT 3.1.1 has no properties to read an id from.
   if c.mqttVersion == .v311 && !c.mqttIDProperty.isEmpty {
     return .failure(RefError(file: main, line: 0, key: "[MQTT] IDProperty"))
+  }
+  if c.chatProtocol == .xmpp {
+    // Rooms as the server writes their JIDs, once each.
+    var seen: Set<String> = []
+    c.rooms = c.rooms.map { (try? JID(parsing: $0))?.bareText ?? $0 }.filter {
+      seen.insert($0).inserted
+    }
+    if c.xmppJID == nil { return .failure(RefError(file: main, line: 0, key: "[XMPP] JID")) }
+    for room in c.rooms {
+      guard let jid = try? JID(parsing: room), !jid.local.isEmpty, jid.isBare else {
+        return .failure(RefError(file: main, line: 0, key: "[Backend] Rooms"))
+      }
+    }
   }
   return .success(c)
 }

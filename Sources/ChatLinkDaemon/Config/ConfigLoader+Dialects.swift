@@ -163,8 +163,11 @@ extension ConfigLoader {
   }
 
   /// Rooms as the server writes their JIDs (the local part and domain lowercased), which is
-  /// how their records name them.
+  /// how their records name them; two spellings of one room are one room.
   static func normalizeXMPPRooms(_ c: inout Configuration) {
-    c.rooms = c.rooms.map { (try? JID(parsing: $0))?.bareText ?? $0 }
+    var seen: Set<String> = []
+    c.rooms = c.rooms.map { (try? JID(parsing: $0))?.bareText ?? $0 }.filter {
+      seen.insert($0).inserted
+    }
   }
 }

@@ -91,10 +91,12 @@ public enum INIParser {
     return INIAssignment(section: section, key: key, value: value, file: file, line: line)
   }
 
+  /// Without spaces and tabs around it, scalar by scalar: a space followed by a combining
+  /// mark is one Character, which a Character-wise trim would keep.
   static func trim(_ s: some StringProtocol) -> String {
-    var slice = Substring(s)
-    while let c = slice.first, c == " " || c == "\t" { slice.removeFirst() }
-    while let c = slice.last, c == " " || c == "\t" { slice.removeLast() }
-    return String(slice)
+    var scalars = Substring(s).unicodeScalars[...]
+    while let c = scalars.first, c == " " || c == "\t" { scalars.removeFirst() }
+    while let c = scalars.last, c == " " || c == "\t" { scalars.removeLast() }
+    return String(String.UnicodeScalarView(scalars))
   }
 }

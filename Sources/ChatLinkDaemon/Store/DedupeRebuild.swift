@@ -75,6 +75,8 @@ struct DedupeRebuild: Sendable {
     guard end < line.count, end > start else { return nil }
     let content = UnsafeRawBufferPointer(rebasing: line[start..<end])
     let id = escaped ? JSONString.unescape(content) : Array(content)
+    // A malformed escape unescapes to nothing: no line the store writes has one.
+    guard !id.isEmpty else { return nil }
     let roomBytes = UnsafeRawBufferPointer(rebasing: line[room])
     return (id, roomBytes.elementsEqual("null".utf8) ? [] : Array(roomBytes))
   }
