@@ -440,13 +440,7 @@ def make_daemon(tmp_path, backend):
         return d
 
     yield make
-    for d in made:
-        d.cleanup()
-    # Make the daemon's log visible when a test fails (pytest shows captured output).
-    for d in made:
-        if d.log_path.exists():
-            print(f"--- {d.log_path}")
-            print(d.log_path.read_text()[-20000:])
+    finish_daemons(made)
 
 
 @pytest.fixture
@@ -613,3 +607,14 @@ def quiet_store(daemon: Daemon, timeout: float = 15) -> tuple[list[dict], list[s
         if time.monotonic() >= deadline:
             pytest.fail(f"the store did not settle within {timeout} s: {before}")
         time.sleep(0.05)
+
+
+def finish_daemons(made: list) -> None:
+    """Stops and removes the daemons a test made, then prints each one's log: pytest shows
+    captured output when the test failed."""
+    for d in made:
+        d.cleanup()
+    for d in made:
+        if d.log_path.exists():
+            print(f"--- {d.log_path}")
+            print(d.log_path.read_text()[-20000:])

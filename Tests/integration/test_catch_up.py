@@ -21,7 +21,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 
 from backend import Backend, Publisher
-from conftest import BIN, CHATLINKD, Daemon, quiet_store, wait_until
+from conftest import BIN, CHATLINKD, Daemon, finish_daemons, quiet_store, wait_until
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -137,12 +137,7 @@ def new_daemon(tmp_path):
         return d
 
     yield make
-    for d in made:
-        d.cleanup()
-    for d in made:
-        if d.log_path.exists():
-            print(f"--- {d.log_path}")
-            print(d.log_path.read_text()[-20000:])
+    finish_daemons(made)
 
 
 def merged(*configs: dict) -> dict:

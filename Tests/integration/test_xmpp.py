@@ -25,7 +25,7 @@ import pytest
 import slixmpp
 
 from broker_checks import attempts, first_in_order
-from conftest import BIN, REPO, Daemon, wait_until
+from conftest import BIN, REPO, Daemon, finish_daemons, wait_until
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import prosody as prosody_fixture  # noqa: E402
@@ -177,12 +177,7 @@ class Peer:
 def daemons(tmp_path):
     made: list[Daemon] = []
     yield made
-    for d in made:
-        d.cleanup()
-    for d in made:
-        if d.log_path.exists():
-            print(f"--- {d.log_path}")
-            print(d.log_path.read_text()[-20000:])
+    finish_daemons(made)
 
 
 def xmpp_daemon(daemons, tmp_path, p, rooms, password: str | None = None, overrides=None,
