@@ -54,9 +54,9 @@ public protocol BackendProtocol {
   /// Whether joining a room tells the backend the newest id stored for it, so the backend
   /// replays what came after (`join(_:after:)`); the core then asks for those ids first.
   var joinsAfterStoredID: Bool { get }
-  /// The frame that joins a room, asking for what came after `lastID` (nil: a room never
+  /// The frame that joins a room, asking for what came after `position` (nil: a room never
   /// stored). By default, `join(_:)`.
-  mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message?
+  mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message?
   /// The frame that leaves a room, if the dialect has one.
   mutating func leave(_ room: RoomID) -> Message?
   /// Why `entry` cannot be sent at all with this dialect (e.g. no topic), or nil: such an
@@ -101,7 +101,9 @@ public protocol BackendProtocol {
 extension BackendProtocol {
   public var offeredSubprotocols: [String] { [] }
   public var joinsAfterStoredID: Bool { false }
-  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? { join(room) }
+  public mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message? {
+    join(room)
+  }
   public var confirmsByPong: Bool { true }
   public var framesAreSingleLineJSON: Bool { false }
   public var maxFrameSize: Int? { nil }

@@ -63,8 +63,8 @@ public struct EnvelopeProtocol: BackendProtocol {
 
   public var joinsAfterStoredID: Bool { !names.sinceField.isEmpty }
 
-  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
-    guard let lastID, !names.sinceField.isEmpty else { return join(room) }
+  public mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message? {
+    guard let lastID = position?.id, !names.sinceField.isEmpty else { return join(room) }
     var out = Self.opening(names, names.joinEvent)
     fields.appendRoom(room, to: &out)
     out.removeLast()

@@ -293,7 +293,9 @@ public struct LinkCore {
 
   /// The store said the newest ids: the rooms waiting for them are joined after those ids
   /// (those left since, or asked for on a connection that has ended, are not).
-  private mutating func joinAwaited(_ positions: [RoomID: [UInt8]], _ actions: inout [LinkAction]) {
+  private mutating func joinAwaited(
+    _ positions: [RoomID: RoomPosition], _ actions: inout [LinkAction]
+  ) {
     let waiting = awaitingPositions
     awaitingPositions = []
     guard phase == .ready else { return }

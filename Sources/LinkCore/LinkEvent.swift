@@ -25,9 +25,9 @@ public enum LinkEvent {
   case stored(seq: UInt64)
   /// Every record through `seq` is durable: the acknowledgements of those records go out.
   case durable(through: UInt64)
-  /// The newest id stored for each of the rooms `.requestPositions` named (a room the store
-  /// has no id for is left out), as asked for before joining them.
-  case positions([RoomID: [UInt8]])
+  /// The newest id stored for each of the rooms `.requestPositions` named, with its record's
+  /// time (a room the store has no id for is left out), as asked for before joining them.
+  case positions([RoomID: RoomPosition])
   /// The inbound receipts' journal is durable through this entry (`LinkAction.journal`).
   case journalDurable(through: UInt64)
   /// These entries' releases are durable in the outbox (`LinkAction.release`): their

@@ -99,8 +99,8 @@ public struct SocketIOProtocol: BackendProtocol {
 
   public var joinsAfterStoredID: Bool { !settings.names.sinceField.isEmpty }
 
-  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
-    guard let lastID, !settings.names.sinceField.isEmpty else { return join(room) }
+  public mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message? {
+    guard let lastID = position?.id, !settings.names.sinceField.isEmpty else { return join(room) }
     var out = header(.join(room))
     out.append(UInt8(ascii: "["))
     JSONString.append(settings.names.joinEvent, to: &out)

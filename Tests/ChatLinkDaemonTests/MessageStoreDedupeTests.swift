@@ -36,7 +36,8 @@ final class MessageStoreDedupeTests: XCTestCase {
 
   @discardableResult
   private func receive(
-    _ store: MessageStore, room: String = "7", id: String?, _ text: String = #"{"m":1}"#
+    _ store: MessageStore, room: String = "7", id: String?, _ text: String = #"{"m":1}"#,
+    at time: Timestamp = Timestamp(microseconds: 1_700_000_000_000_000)
   ) -> (seq: UInt64, duplicate: Bool) {
     // The id lies in the meta, as a dialect's header would: `{"k":"ID"}`.
     var meta: [UInt8]?
@@ -50,7 +51,7 @@ final class MessageStoreDedupeTests: XCTestCase {
       room: Array(room.utf8),
       id: meta?.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
       meta: meta,
-      payload: .text(Array(text.utf8)), scan: .unscanned, time: Timestamp(microseconds: 0))
+      payload: .text(Array(text.utf8)), scan: .unscanned, time: time)
   }
 
   private func durable(_ store: MessageStore) throws {
@@ -93,9 +94,15 @@ final class MessageStoreDedupeTests: XCTestCase {
       lines[1].contains(#""type":"text","id":"42","meta":{"k":"42"},"data":"not json""#), lines[1])
   }
 
-  func testAfterARestartTheStoresTailKnowsItsIDsAndEachRoomsNewest() throws {
+  func testAfterARestartTheStoresTailKnowsItsIDsAndEachRoomsNewestWithItsTime() throws {
     var store: MessageStore? = try open()
-    for n in 1...30 { receive(store!, room: n % 2 == 0 ? "7" : #""ops""#, id: "m\(n)") }
+    func time(_ n: Int) -> Timestamp { Timestamp(microseconds: 1_700_000_000_000_000 + Int64(n)) }
+    for n in 1...30 {
+      receive(store!, room: n % 2 == 0 ? "7" : #""ops""#, id: "m\(n)", at: time(n))
+    }
+    XCTAssertEqual(
+      store!.newestIDs(of: [RoomID("7")!])[RoomID("7")!],
+      RoomPosition(id: Array("m30".utf8), time: time(30)))
     try durable(store!)
     store = nil
     let reopened = try open()
@@ -103,8 +110,10 @@ final class MessageStoreDedupeTests: XCTestCase {
     XCTAssertTrue(receive(reopened, room: #""ops""#, id: "m29").duplicate)
     XCTAssertFalse(receive(reopened, room: #""ops""#, id: "m2").duplicate)
     let newest = reopened.newestIDs(of: [RoomID("7")!, RoomID("ops")!, RoomID("9")!])
-    XCTAssertEqual(newest[RoomID("7")!], Array("m30".utf8))
-    XCTAssertEqual(newest[RoomID("ops")!], Array("m2".utf8), "the newest stored, a new one")
+    XCTAssertEqual(
+      newest[RoomID("7")!], RoomPosition(id: Array("m30".utf8), time: time(30)),
+      "the time read back from the store's line")
+    XCTAssertEqual(newest[RoomID("ops")!]?.id, Array("m2".utf8), "the newest stored, a new one")
     XCTAssertNil(newest[RoomID("9")!])
   }
 
@@ -133,7 +142,8 @@ final class MessageStoreDedupeTests: XCTestCase {
     // Only the newest 50 records are read for every room; the quiet room is looked up.
     let reopened = try open(rooms: ["quiet"], tail: 50)
     XCTAssertTrue(receive(reopened, room: #""quiet""#, id: "q1").duplicate)
-    XCTAssertEqual(reopened.newestIDs(of: [RoomID("quiet")!])[RoomID("quiet")!], Array("q5".utf8))
+    XCTAssertEqual(
+      reopened.newestIDs(of: [RoomID("quiet")!])[RoomID("quiet")!]?.id, Array("q5".utf8))
     XCTAssertTrue(receive(reopened, room: "7", id: "m290").duplicate)
     XCTAssertFalse(receive(reopened, room: "7", id: "m10").duplicate, "beyond the tail read")
   }

@@ -293,7 +293,9 @@ struct DialectCheck {
     for frame in frames { last = dialect.read(.text(Array(frame.utf8))) }
     require(
       last.session == .ready, "the scripted negotiation did not end ready: \(last.session as Any)")
-    if let room = RoomID(room) { _ = dialect.join(room, after: Array("sid-1".utf8)) }
+    if let room = RoomID(room) {
+      _ = dialect.join(room, after: RoomPosition(id: Array("sid-1".utf8)))
+    }
     _ = dialect.read(
       .text(
         Array(

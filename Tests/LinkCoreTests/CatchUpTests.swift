@@ -39,7 +39,7 @@ final class CatchUpTests: XCTestCase {
     var dialect = envelope(since: "since")
     XCTAssertTrue(dialect.joinsAfterStoredID)
     XCTAssertEqual(
-      dialect.join(RoomID("7")!, after: Array(#"a"1"#.utf8))?.text,
+      dialect.join(RoomID("7")!, after: RoomPosition(id: Array(#"a"1"#.utf8)))?.text,
       #"{"event":"join-room","data":{"room_id":7,"since":"a\"1"}}"#)
     XCTAssertEqual(
       dialect.join(RoomID("ops")!, after: nil)?.text,
@@ -47,7 +47,7 @@ final class CatchUpTests: XCTestCase {
     var plain = envelope()
     XCTAssertFalse(plain.joinsAfterStoredID)
     XCTAssertEqual(
-      plain.join(RoomID("7")!, after: Array("x".utf8))?.text,
+      plain.join(RoomID("7")!, after: RoomPosition(id: Array("x".utf8)))?.text,
       #"{"event":"join-room","data":{"room_id":7}}"#)
   }
 
@@ -57,7 +57,7 @@ final class CatchUpTests: XCTestCase {
     XCTAssertTrue(opened.contains("request positions 7,ops"), "\(opened)")
     XCTAssertFalse(opened.contains { $0.hasPrefix("send") }, "no join before the positions")
     XCTAssertEqual(
-      link.on(.positions([RoomID("7")!: Array("m-9".utf8)])),
+      link.on(.positions([RoomID("7")!: RoomPosition(id: Array("m-9".utf8))])),
       [
         #"send {"event":"join-room","data":{"room_id":7,"since":"m-9"}}"#,
         #"send {"event":"join-room","data":{"room_id":"ops"}}"#,
@@ -116,7 +116,7 @@ final class CatchUpTests: XCTestCase {
     var dialect = socketIO()
     XCTAssertTrue(dialect.joinsAfterStoredID)
     XCTAssertEqual(
-      dialect.join(RoomID("7")!, after: Array("s-9".utf8))?.text,
+      dialect.join(RoomID("7")!, after: RoomPosition(id: Array("s-9".utf8)))?.text,
       #"421["join-room",{"room_id":7,"since":"s-9"}]"#)
     let gap = dialect.read(text(#"42["history-truncated",{"room_id":7,"since":"s-9"}]"#))
     XCTAssertEqual(gap.historyGap, "7")

@@ -1,3 +1,4 @@
+import JSON
 import LinkCore
 import WebSocket
 import XCTest
@@ -20,7 +21,7 @@ final class XMPPArchiveTests: XCTestCase {
   /// query is out.
   private func catchingUp() -> XMPPProtocol {
     var dialect = negotiated()
-    _ = dialect.join(RoomID(S.room)!, after: Array("sid-9".utf8))
+    _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8)))
     _ = dialect.read(.xml(S.selfPresence()))
     return dialect
   }
@@ -52,7 +53,7 @@ final class XMPPArchiveTests: XCTestCase {
 
   func testAConfirmedJoinAsksTheArchiveForWhatCameAfterTheNewestStoredID() {
     var dialect = negotiated()
-    _ = dialect.join(RoomID(S.room)!, after: Array("sid-9".utf8))
+    _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8)))
     let confirmed = dialect.read(.xml(S.selfPresence()))
     XCTAssertEqual(
       texts(confirmed.replies),
@@ -146,6 +147,65 @@ final class XMPPArchiveTests: XCTestCase {
     XCTAssertEqual(bodies(refused).count, 1, "the held live message is stored")
   }
 
+  private let notFound = Message.xml(
+    "<iq xmlns='jabber:client' type='error' id='mam-1' from='\(XMPPServer.room)'><error "
+      + "type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>")
+
+  func testAnIDTheArchiveNoLongerHasFallsBackOnceToAMinuteBeforeTheNewestRecordsTime() {
+    var dialect = negotiated()
+    // 2026-12-06T10:00:30.5Z
+    let stored = Timestamp(microseconds: 1_796_551_230_500_000)
+    _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8), time: stored))
+    _ = dialect.read(.xml(S.selfPresence()))
+    _ = dialect.read(.xml(S.groupchat("live", id: "m-20", stanzaID: "sid-20")))
+    let fallback = dialect.read(notFound)
+    XCTAssertEqual(fallback.historyGap, S.room, "the possible gap is counted all the same")
+    XCTAssertEqual(
+      texts(fallback.replies),
+      [
+        "<iq xmlns='jabber:client' type='set' to='lobby@conference.example.org' id='mam-2'><query "
+          + "xmlns='urn:xmpp:mam:2' queryid='mam-2'><x xmlns='jabber:x:data' type='submit'>"
+          + "<field var='FORM_TYPE' type='hidden'><value>urn:xmpp:mam:2</value></field>"
+          + "<field var='start'><value>2026-12-06T09:59:30Z</value></field></x>"
+          + "<set xmlns='http://jabber.org/protocol/rsm'><max>50</max></set></query></iq>"
+      ])
+    XCTAssertEqual(bodies(fallback), [], "the live message still waits for the archive's")
+    XCTAssertEqual(bodies(dialect.read(result("old", id: "sid-10", queryID: "mam-2"))).count, 1)
+    let next = dialect.read(fin("mam-2", complete: false, last: "sid-10"))
+    XCTAssertTrue(
+      texts(next.replies).first?.contains(
+        "<value>2026-12-06T09:59:30Z</value></field></x><set xmlns='http://jabber.org/protocol/rsm'>"
+          + "<max>50</max><after>sid-10</after></set>") == true,
+      "the next page keeps the time: \(texts(next.replies))")
+    let again = dialect.read(
+      .xml(
+        "<iq xmlns='jabber:client' type='error' id='mam-3' from='\(S.room)'><error "
+          + "type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error>"
+          + "</iq>"))
+    XCTAssertEqual(again.replies, [], "only once")
+    XCTAssertEqual(again.historyGap, S.room)
+    XCTAssertEqual(bodies(again).count, 1, "the held live message is stored")
+  }
+
+  func testPastTheHoldingBoundLiveMessagesTheArchiveHasAreLetGoAndOneMorePageBringsThem() {
+    var dialect = catchingUp()
+    let big = String(repeating: "x", count: 500 * 1024)
+    for n in 0..<9 {
+      _ = dialect.read(.xml(S.groupchat(big, id: "m-\(n)", stanzaID: "sid-2\(n)")))
+    }
+    _ = dialect.read(.xml(S.groupchat("no archive id", id: "m-x", stanzaID: nil)))
+    let complete = dialect.read(fin(complete: true, last: "sid-10"))
+    XCTAssertEqual(
+      texts(complete.replies).count, 1, "a live message was let go: the archive is asked again")
+    XCTAssertTrue(texts(complete.replies)[0].contains("<after>sid-10</after>"))
+    XCTAssertEqual(bodies(complete), [])
+    let last = dialect.read(fin("mam-2", complete: true, last: ""))
+    XCTAssertEqual(last.replies, [], "nothing let go meanwhile: caught up")
+    XCTAssertEqual(
+      bodies(last).count, 8 + 1,
+      "held: the first 4 MiB of live messages, and the one the archive cannot bring")
+  }
+
   func testResultsNoQueryOfOursAskedForAreNotStored() {
     var dialect = catchingUp()
     let unknown = dialect.read(result("forged", id: "x", queryID: "mam-99"))
@@ -161,7 +221,7 @@ final class XMPPArchiveTests: XCTestCase {
     link.on(.start)
     link.on(.upgraded(handshake(subprotocol: "xmpp")))
     for frame in S.negotiation() { link.on(.message(.xml(frame))) }
-    link.on(.positions([RoomID(S.room)!: Array("sid-9".utf8)]))
+    link.on(.positions([RoomID(S.room)!: RoomPosition(id: Array("sid-9".utf8))]))
     link.on(.message(.xml(S.selfPresence())))
     XCTAssertEqual(link.core.roomsCatchingUp, 1)
     link.on(.message(result("old", id: "sid-10")))

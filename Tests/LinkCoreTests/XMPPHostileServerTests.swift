@@ -53,7 +53,8 @@ final class XMPPHostileServerTests: XCTestCase {
     var dialect = S.dialect()
     _ = dialect.open(handshake(subprotocol: "xmpp"))
     for frame in S.negotiation() { _ = dialect.read(.xml(frame)) }
-    _ = dialect.join(RoomID(S.room)!, after: catchingUp ? Array("sid-1".utf8) : nil)
+    _ = dialect.join(
+      RoomID(S.room)!, after: catchingUp ? RoomPosition(id: Array("sid-1".utf8)) : nil)
     _ = dialect.read(.xml(S.selfPresence()))
     return dialect
   }

@@ -12,7 +12,9 @@ independent peer in the rooms.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import itertools
+import json
 import shutil
 import subprocess
 import sys
@@ -326,6 +328,46 @@ def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive
         assert len(got) == len(set(got)) == len(sent), "each stored once"
         assert archived >= len(away), "the messages posted while stopped came from the archive"
         assert d.status()["history_gaps"] == 0
+    finally:
+        peer.close()
+
+
+def test_an_id_the_archive_no_longer_has_falls_back_to_the_time_and_is_a_counted_gap(daemons, tmp_path, prosody):
+    """The newest stored id of a room is one the archive does not have (as after its item
+    limit dropped it): Prosody answers item-not-found, the gap is counted and logged, and the
+    catch-up asks for what the archive holds from a minute before that record's time: what
+    was posted while chatlinkd was stopped is stored, and what it brings again is not."""
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        before = [(rooms[0], f"kept-{i}") for i in range(20)]
+        peer.post(before)
+        wait_until(lambda: len(bodies(d, "kept-")) >= len(before), 30, message="the first 20 stored")
+        d.stop()
+        # The newest record of the room now names an id the archive never had.
+        last = max(r["seq"] for r in d.records())
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        line = json.dumps({"seq": last + 1, "time": stamp, "dir": "in", "room": rooms[0],
+                           "type": "json", "id": "no-such-id", "data": {"body": "marker"}},
+                          separators=(",", ":"))
+        with open(d.store_dir / "messages.jsonl", "a") as f:
+            f.write(line + "\n")
+        away = [(rooms[0], f"gone-{i}") for i in range(120)]
+        peer.post(away)
+        d.start()
+        wait_until(lambda: len(bodies(d, "gone-")) >= len(away), 30, message="caught up from the time")
+        status = d.status()
+        got = bodies(d, "kept-") + bodies(d, "gone-")
+        print(f"FIGURES xmpp time fallback: history_gaps {status['history_gaps']}, stored "
+              f"{len(got)} of {len(before) + len(away)} ({len(set(got))} distinct), "
+              f"duplicates dropped {status['duplicates_dropped']}")
+        assert status["history_gaps"] == 1, status
+        assert bodies(d, "gone-") == [b for _, b in away], "the missed ones, once each, in order"
+        assert bodies(d, "kept-") == [b for _, b in before], "nothing stored twice"
+        assert status["duplicates_dropped"] >= len(before), "the minute before came again"
+        assert "history" in d.log_text() and rooms[0] in d.log_text()
     finally:
         peer.close()
 

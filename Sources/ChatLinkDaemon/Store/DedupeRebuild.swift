@@ -11,10 +11,11 @@ import LinkCore
 /// records go back further is looked up with its room index, so a quiet room keeps its window
 /// however far back its last records lie, and no file is read whole for it.
 struct DedupeRebuild: Sendable {
-  /// One room's ids' hashes, oldest first, and its newest id.
+  /// One room's ids' hashes, oldest first, and its newest id with its record's time.
   struct Room: Sendable {
     var hashes: [UInt64] = []
     var newestID: [UInt8]?
+    var newestTime: Timestamp?
   }
 
   /// The most ids a room keeps.
@@ -81,6 +82,18 @@ struct DedupeRebuild: Sendable {
     return (id, roomBytes.elementsEqual("null".utf8) ? [] : Array(roomBytes))
   }
 
+  /// The time of a stored line (`{"seq":N,"time":"…",`), or nil.
+  static func time(ofLine line: UnsafeRawBufferPointer) -> Timestamp? {
+    guard var i = skip(seqKey, in: line, at: 0) else { return nil }
+    while i < line.count && line[i].isDigit { i += 1 }
+    guard let start = skip(timeKey, in: line, at: i) else { return nil }
+    var end = start
+    while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
+    guard end < line.count else { return nil }
+    return Timestamp(
+      rfc3339: String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self))
+  }
+
   /// Where `key` ends when it stands at `index` of `line`, or nil.
   private static func skip(_ key: [UInt8], in line: UnsafeRawBufferPointer, at index: Int) -> Int? {
     guard index >= 0, index + key.count <= line.count,
@@ -90,6 +103,8 @@ struct DedupeRebuild: Sendable {
   }
 
   private static let dirIn = Array(#""dir":"in","room":"#.utf8)
+  private static let seqKey = Array(#"{"seq":"#.utf8)
+  private static let timeKey = Array(#","time":""#.utf8)
   private static let typeKey = Array(#","type":""#.utf8)
   private static let idKey = Array(#","id":""#.utf8)
 
@@ -97,8 +112,8 @@ struct DedupeRebuild: Sendable {
   private struct Found {
     let capacity: Int
     let hash: @Sendable ([UInt8]) -> UInt64
-    /// Per room, hashes newest first, and the newest id.
-    private var byRoom: [[UInt8]: (hashes: [UInt64], newestID: [UInt8])] = [:]
+    /// Per room, hashes newest first, and the newest id with its line's time.
+    private var byRoom: [[UInt8]: (hashes: [UInt64], newestID: [UInt8], time: Timestamp?)] = [:]
 
     init(capacity: Int, hash: @escaping @Sendable ([UInt8]) -> UInt64) {
       self.capacity = capacity
@@ -118,12 +133,14 @@ struct DedupeRebuild: Sendable {
         entry.hashes.append(hash(id))
         byRoom[room] = entry
       } else {
-        byRoom[room] = ([hash(id)], id)
+        byRoom[room] = ([hash(id)], id, line.withUnsafeBytes(DedupeRebuild.time(ofLine:)))
       }
     }
 
     func rooms() -> [[UInt8]: Room] {
-      byRoom.mapValues { Room(hashes: $0.hashes.reversed(), newestID: $0.newestID) }
+      byRoom.mapValues {
+        Room(hashes: $0.hashes.reversed(), newestID: $0.newestID, newestTime: $0.time)
+      }
     }
   }
 }

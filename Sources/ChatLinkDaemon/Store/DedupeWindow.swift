@@ -1,3 +1,4 @@
+import JSON
 import LinkCore
 
 /// The ids of the most recent inbound records of each room, so that a message the backend
@@ -60,13 +61,16 @@ struct DedupeWindow {
   /// How many ids are kept, over every room.
   var count: Int { recent.reduce(0) { $0 + $1.count } }
 
-  /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them. Returns
-  /// true for a new id (the record is to be kept), false for a duplicate.
+  /// Whether `id` is among `room`'s recent ids; if not, it becomes the newest of them, its
+  /// record stored at `time`. Returns true for a new id (the record is to be kept), false for a
+  /// duplicate.
   @discardableResult
-  mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer) -> Bool {
+  mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer, time: Timestamp? = nil) -> Bool {
     guard isEnabled else { return true }
     let index = self.index(of: room ?? [])
-    return recent[index].insert(hasher.hash(id), id: keepsNewest ? id : nil, capacity: capacity)
+    return recent[index].insert(
+      hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
+      capacity: capacity)
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
@@ -79,16 +83,26 @@ struct DedupeWindow {
   func hash(_ id: some Collection<UInt8>) -> UInt64 { hasher.hash(id) }
 
   /// Puts back what the store's tail holds of `room`: its ids' hashes, oldest first, and its
-  /// newest id. Ids already kept (records stored since) stay the newest, and so does a newest
-  /// id already known.
-  mutating func restore(room: [UInt8], hashes: [UInt64], newestID: [UInt8]?) {
+  /// newest id with its record's time. Ids already kept (records stored since) stay the
+  /// newest, and so does a newest id already known.
+  mutating func restore(
+    room: [UInt8], hashes: [UInt64], newestID: [UInt8]?, newestTime: Timestamp? = nil
+  ) {
     guard isEnabled, !hashes.isEmpty else { return }
     let index = self.index(of: room)
     let kept = recent[index]
     var restored = RecentIDs()
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, id: nil, capacity: capacity) }
     for hash in kept.oldestFirst { _ = restored.insert(hash, id: nil, capacity: capacity) }
-    if keepsNewest { restored.newest = kept.newest ?? newestID }
+    if keepsNewest {
+      if kept.newest != nil {
+        restored.newest = kept.newest
+        restored.newestTime = kept.newestTime
+      } else {
+        restored.newest = newestID
+        restored.newestTime = newestTime?.microseconds ?? 0
+      }
+    }
     recent[index] = restored
   }
 
@@ -101,7 +115,14 @@ struct DedupeWindow {
   /// The newest id of `room`, as it was inserted last (the position a backend replays from),
   /// when the window keeps it, or as the store's tail held it at start.
   func newestID(room: [UInt8]?) -> [UInt8]? {
-    find(room ?? []).index.flatMap { recent[$0].newest }
+    newestPosition(room: room)?.id
+  }
+
+  /// `newestID(room:)` with the time its record was stored, when known.
+  func newestPosition(room: [UInt8]?) -> RoomPosition? {
+    guard let index = find(room ?? []).index, let id = recent[index].newest else { return nil }
+    let time = recent[index].newestTime
+    return RoomPosition(id: id, time: time == 0 ? nil : Timestamp(microseconds: time))
   }
 
   private var mask: Int { roomSlots.count - 1 }

@@ -37,7 +37,7 @@ extension MessageStore {
         return (seq, false)
       }
       return id.withBytes(payload: raw, meta: meta) { idBytes in
-        if !dedupe.window.insert(room: room, id: idBytes) {
+        if !dedupe.window.insert(room: room, id: idBytes, time: time) {
           dedupe.dropped += 1
           return (lastSeq, true)
         }
@@ -51,11 +51,11 @@ extension MessageStore {
     }
   }
 
-  /// The newest id stored for each of `rooms` that has one.
-  public func newestIDs(of rooms: [RoomID]) -> [RoomID: [UInt8]] {
-    var ids: [RoomID: [UInt8]] = [:]
+  /// The newest id stored for each of `rooms` that has one, with its record's time.
+  public func newestIDs(of rooms: [RoomID]) -> [RoomID: RoomPosition] {
+    var ids: [RoomID: RoomPosition] = [:]
     for room in rooms {
-      if let id = dedupe.window.newestID(room: room.json) { ids[room] = id }
+      if let position = dedupe.window.newestPosition(room: room.json) { ids[room] = position }
     }
     return ids
   }
@@ -94,7 +94,8 @@ extension MessageStore {
 
   private func restoreDedupe(_ found: [[UInt8]: DedupeRebuild.Room]) {
     for (room, ids) in found {
-      dedupe.window.restore(room: room, hashes: ids.hashes, newestID: ids.newestID)
+      dedupe.window.restore(
+        room: room, hashes: ids.hashes, newestID: ids.newestID, newestTime: ids.newestTime)
     }
     let waiters = dedupe.waiters ?? []
     dedupe.waiters = nil

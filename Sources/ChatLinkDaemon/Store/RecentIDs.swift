@@ -18,6 +18,8 @@ struct RecentIDs {
   private var table = [UInt64](repeating: 0, count: 16)
   /// The newest id inserted with its bytes, or one `DedupeWindow.restore` gave.
   var newest: [UInt8]?
+  /// When the newest id's record was stored, in microseconds since the epoch (0: unknown).
+  var newestTime: Int64 = 0
 
   /// How many ids it holds.
   var count: Int { ring.count }
@@ -33,8 +35,11 @@ struct RecentIDs {
     table.withUnsafeBufferPointer { Self.probe(Self.stored(hash), $0).found }
   }
 
-  /// Adds `hash` unless it is there (false then); `id`, when given, becomes the newest id.
-  mutating func insert(_ hash: UInt64, id: UnsafeRawBufferPointer?, capacity: Int) -> Bool {
+  /// Adds `hash` unless it is there (false then); `id`, when given, becomes the newest id,
+  /// stored at `time` (microseconds since the epoch).
+  mutating func insert(
+    _ hash: UInt64, id: UnsafeRawBufferPointer?, time: Int64 = 0, capacity: Int
+  ) -> Bool {
     let hash = Self.stored(hash)
     let inserted: Bool
     if ring.count < capacity {
@@ -53,7 +58,10 @@ struct RecentIDs {
         head = head + 1 == ring.count ? 0 : head + 1
       }
     }
-    if inserted, let id { keepNewest(id) }
+    if inserted, let id {
+      keepNewest(id)
+      newestTime = time
+    }
     return inserted
   }
 

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 import XMPP
 
@@ -11,16 +12,23 @@ extension XMPPProtocol: CatchingUp {
   static let mamNamespace = "urn:xmpp:mam:2"
   static let rsmNamespace = "http://jabber.org/protocol/rsm"
   static let forwardNamespace = "urn:xmpp:forward:0"
+  static let dataFormsNamespace = "jabber:x:data"
+  /// How far before the newest stored record's time a catch-up that falls back to a time
+  /// starts: clocks differ, and what it brings twice the store drops by stanza-id.
+  static let fallbackMargin: Int64 = 60_000_000
   /// Results per page: Prosody's default most (`max_archive_query_results`).
   static let archivePage = 50
 
   /// `<iq type='set' to='ROOM' id='mam-N'><query xmlns='urn:xmpp:mam:2' queryid='mam-N'>
   /// <set xmlns='…rsm'><max>50</max><after>ID</after></set></query></iq>`; without an id,
-  /// from the archive's start.
-  mutating func archiveQuery(_ room: String, after: String?) -> Message {
+  /// from the archive's start; with `start`, only what the archive holds from that time
+  /// (XEP-0313 §4.1.1's `start` field).
+  mutating func archiveQuery(_ room: String, after: String?, start: Timestamp?) -> Message {
     archiveQueries += 1
     let id = "mam-\(archiveQueries)"
     rooms[room]?.query = id
+    rooms[room]?.cursor = after
+    rooms[room]?.letGo = false
     countSent()
     var set = XMLElement(
       "set", namespace: Self.rsmNamespace,
@@ -28,17 +36,33 @@ extension XMPPProtocol: CatchingUp {
     if let after {
       set.children.append(XMLElement("after", namespace: Self.rsmNamespace, text: after))
     }
+    var query = XMLElement(
+      "query", namespace: Self.mamNamespace, attributes: [XMLAttribute("queryid", id)])
+    if let start { query.children.append(Self.startForm(start)) }
+    query.children.append(set)
     return Self.frame(
       XMLElement(
         "iq", namespace: XMPPNamespace.client,
         attributes: [
           XMLAttribute("type", "set"), XMLAttribute("to", room), XMLAttribute("id", id),
         ],
-        children: [
-          XMLElement(
-            "query", namespace: Self.mamNamespace, attributes: [XMLAttribute("queryid", id)],
-            children: [set])
-        ]))
+        children: [query]))
+  }
+
+  /// The data form (XEP-0004) of a query from `start` on, in whole seconds (XEP-0082).
+  static func startForm(_ start: Timestamp) -> XMLElement {
+    let seconds = start.microseconds - ((start.microseconds % 1_000_000) + 1_000_000) % 1_000_000
+    let text = String(Timestamp(microseconds: seconds).rfc3339.prefix(19)) + "Z"
+    func field(_ name: String, _ value: String, hidden: Bool = false) -> XMLElement {
+      var attributes = [XMLAttribute("var", name)]
+      if hidden { attributes.append(XMLAttribute("type", "hidden")) }
+      return XMLElement(
+        "field", namespace: dataFormsNamespace, attributes: attributes,
+        children: [XMLElement("value", namespace: dataFormsNamespace, text: value)])
+    }
+    return XMLElement(
+      "x", namespace: dataFormsNamespace, attributes: [XMLAttribute("type", "submit")],
+      children: [field("FORM_TYPE", mamNamespace, hidden: true), field("start", text)])
   }
 
   /// The room whose archive query has this id.
@@ -78,13 +102,16 @@ extension XMPPProtocol: CatchingUp {
   /// The answer to one of our queries: the next page, or the end of the room's catch-up.
   /// False when the `<iq/>` answers no query of ours.
   mutating func archiveAnswer(_ iq: XMLElement, into reading: inout ProtocolReading) -> Bool {
-    guard let id = iq.attribute("id"), let room = room(querying: id) else { return false }
+    guard let id = iq.attribute("id"), let room = room(querying: id), let state = rooms[room]
+    else { return false }
     if iq.attribute("type") == "result" {
       let fin = iq.child("fin", namespace: Self.mamNamespace)
       let last = fin?.child("set", namespace: Self.rsmNamespace)?
         .child("last", namespace: Self.rsmNamespace)?.text
-      if fin?.attribute("complete") != "true", let last, !last.isEmpty {
-        reading.replies.append(archiveQuery(room, after: last))
+      let cursor = last.flatMap { $0.isEmpty ? nil : $0 } ?? state.cursor
+      // Not complete, or complete before a live message we let go: one more page.
+      if (fin?.attribute("complete") != "true" && last?.isEmpty == false) || state.letGo {
+        reading.replies.append(archiveQuery(room, after: cursor, start: state.start))
         return true
       }
     } else {
@@ -92,8 +119,15 @@ extension XMPPProtocol: CatchingUp {
       let condition = error.map(Self.condition) ?? "undefined-condition"
       if condition == "item-not-found" {
         // The archive no longer has the id (expired, over its item limit): what came between
-        // it and now may be missing. Counted and logged, never silent.
+        // it and now may be missing. Counted and logged, never silent; then, once, what the
+        // archive holds from a little before the newest stored record's time.
         reading.historyGap = room
+        if state.start == nil, let time = state.afterTime {
+          let start = Timestamp(microseconds: time.microseconds - Self.fallbackMargin)
+          rooms[room]?.start = start
+          reading.replies.append(archiveQuery(room, after: nil, start: start))
+          return true
+        }
       } else {
         reading.problem = "the archive of \(room) refused the catch-up: \(condition)"
       }
@@ -108,6 +142,7 @@ extension XMPPProtocol: CatchingUp {
     state.query = nil
     let held = state.held
     state.held = []
+    state.heldBytes = 0
     rooms[room] = state
     for record in held { add(record, into: &reading) }
   }

@@ -54,7 +54,7 @@ extension XMPPProtocol {
       ])
     record.meta = Self.meta(element)
     if type == "groupchat" && rooms[room]?.query != nil {
-      rooms[room]?.held.append(record)
+      rooms[room]?.hold(record, archived: stanzaID != nil)
       return
     }
     add(record, into: &reading)

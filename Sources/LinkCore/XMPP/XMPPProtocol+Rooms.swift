@@ -1,35 +1,6 @@
 import WebSocket
 import XMPP
 
-/// A MUC room (XEP-0045) as the session sees it.
-struct RoomState: Sendable {
-  enum Status: Sendable, Hashable {
-    /// The join presence went out; the room's presence of ourselves has not come.
-    case joining
-    /// The room confirmed us (status 110): its groupchat messages are stored.
-    case joined
-    /// The room refused us, with the reason.
-    case refused(String)
-  }
-
-  /// The nick asked for (with a suffix after a conflict).
-  var nick: String
-  /// Joins tried: the first, then one per nick conflict.
-  var attempt = 1
-  var status = Status.joining
-  /// The newest stanza-id stored for the room when it was joined: the archive is asked for
-  /// what came after it once the join is confirmed. Nil: a room never stored, which starts
-  /// from now.
-  var after: String?
-  /// The archive query under way (its id), while the room catches up.
-  var query: String?
-  /// Live messages that came while the room catches up, with their acknowledgements: stored
-  /// after the archive's, so the room's records keep the archive's order.
-  var held: [InboundMessage] = []
-  /// Messages taken from the archive on this session.
-  var archived = 0
-}
-
 /// Joining and leaving rooms, and what the rooms' presences say.
 extension XMPPProtocol {
   static let mucNamespace = "http://jabber.org/protocol/muc"
@@ -39,14 +10,15 @@ extension XMPPProtocol {
 
   public mutating func join(_ room: RoomID) -> Message? { join(room, after: nil) }
 
-  public mutating func join(_ room: RoomID, after lastID: [UInt8]?) -> Message? {
+  public mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message? {
     guard let jid = try? JID(parsing: room.name), jid.isBare, !jid.local.isEmpty else {
       return nil
     }
     let key = jid.bareText
     if rooms[key]?.status == .joined { return nil }
     var state = RoomState(nick: settings.nick)
-    state.after = lastID.map { String(decoding: $0, as: UTF8.self) }
+    state.after = position.map { String(decoding: $0.id, as: UTF8.self) }
+    state.afterTime = position?.time
     rooms[key] = state
     return joinPresence(key, nick: settings.nick)
   }
@@ -119,7 +91,7 @@ extension XMPPProtocol {
       room.nick = from.resource
       rooms[key] = room
       if room.after != nil || settings.catchUpAll {
-        reading.replies.append(archiveQuery(key, after: room.after))
+        reading.replies.append(archiveQuery(key, after: room.after, start: nil))
       }
     }
   }
