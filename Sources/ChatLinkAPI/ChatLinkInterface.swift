@@ -48,6 +48,8 @@ public enum ChatLinkInterface {
       history_gaps: ?int,
       # What the link promises of inbound messages now, in words.
       delivery: ?string,
+      # The rooms catching up from the backend's history now (XMPP's archives).
+      catching_up: ?[]CatchUp,
       sent: int,
       confirmed: int,
       # Messages the backend refused; they left the outbox.
@@ -58,6 +60,12 @@ public enum ChatLinkInterface {
       durable_seq: int,
       store_path: string,
       version: string
+    )
+
+    # A room catching up: the messages its history has brought so far on this connection.
+    type CatchUp (
+      room: string,
+      caught_up: int
     )
 
     # Something that happened, streamed by Subscribe.

@@ -76,6 +76,8 @@ public struct DaemonStatus: JSONRepresentable {
   /// What the link promises of inbound messages now, in words ("exactly once: ids and
   /// catch-up", "at least once: QoS 1", …).
   public var delivery: String?
+  /// The rooms catching up from the backend's history now, by room.
+  public var catchingUp: [CatchUpProgress]
   /// Messages written to the backend.
   public var sent: Int
   /// Messages the backend confirmed.
@@ -105,7 +107,8 @@ public struct DaemonStatus: JSONRepresentable {
     lastError: String? = nil, lastFailure: String? = nil, storeError: String? = nil,
     received: Int, sent: Int, confirmed: Int, failed: Int = 0, connects: Int, outbox: Int,
     lastSeq: Int, durableSeq: Int, storePath: String, version: String,
-    duplicatesDropped: Int = 0, historyGaps: Int = 0, delivery: String? = nil
+    duplicatesDropped: Int = 0, historyGaps: Int = 0, delivery: String? = nil,
+    catchingUp: [CatchUpProgress] = []
   ) {
     self.state = state
     self.text = ""
@@ -126,6 +129,7 @@ public struct DaemonStatus: JSONRepresentable {
     self.duplicatesDropped = duplicatesDropped
     self.historyGaps = historyGaps
     self.delivery = delivery
+    self.catchingUp = catchingUp
     self.sent = sent
     self.confirmed = confirmed
     self.failed = failed
@@ -199,6 +203,9 @@ public struct DaemonStatus: JSONRepresentable {
     duplicatesDropped = try object.optionalInt("duplicates_dropped") ?? 0
     historyGaps = try object.optionalInt("history_gaps") ?? 0
     delivery = try object.optionalString("delivery")
+    catchingUp =
+      object.optional("catching_up") == nil
+      ? [] : try object.decodeArray("catching_up", of: CatchUpProgress.self)
     sent = try object.int("sent")
     confirmed = try object.int("confirmed")
     failed = try object.optionalInt("failed") ?? 0
@@ -226,6 +233,7 @@ public struct DaemonStatus: JSONRepresentable {
       "store_error": storeError.map(JSONValue.string), "received": .int(Int64(received)),
       "duplicates_dropped": .int(Int64(duplicatesDropped)),
       "history_gaps": .int(Int64(historyGaps)), "delivery": delivery.map(JSONValue.string),
+      "catching_up": catchingUp.isEmpty ? nil : .array(catchingUp.map(\.json)),
       "sent": .int(Int64(sent)), "confirmed": .int(Int64(confirmed)),
       "failed": .int(Int64(failed)),
       "connects": .int(Int64(connects)), "outbox": .int(Int64(outbox)),

@@ -1,8 +1,10 @@
 /// A dialect that catches rooms up from the backend's history on its own (XMPP's archives),
-/// and says how many are at it, for the metrics.
+/// and says which are at it, for status and the metrics.
 public protocol CatchingUp {
   /// Rooms whose catch-up is under way on this connection.
   var roomsCatchingUp: Int { get }
+  /// Those rooms, by name, with the messages their history has brought so far.
+  var catchUpProgress: [(room: String, caughtUp: Int)] { get }
 }
 
 extension LinkCore {
@@ -10,5 +12,11 @@ extension LinkCore {
   public var roomsCatchingUp: Int {
     guard lifecycle.hasConnection, let dialect = backend as? any CatchingUp else { return 0 }
     return dialect.roomsCatchingUp
+  }
+
+  /// Those rooms, sorted by name, with the messages their history has brought so far.
+  public var catchUpProgress: [(room: String, caughtUp: Int)] {
+    guard lifecycle.hasConnection, let dialect = backend as? any CatchingUp else { return [] }
+    return dialect.catchUpProgress
   }
 }

@@ -146,4 +146,25 @@ final class DaemonStatusTests: XCTestCase {
       XCTAssertEqual("\(error)", "status.state must be a string")
     }
   }
+
+  func testTheRoomsCatchingUpTravelAsObjectsAndAreLeftOutWhenNone() throws {
+    var caughtUp = status()
+    caughtUp.catchingUp = [
+      CatchUpProgress(room: "lobby@conference.example.org", caughtUp: 150)
+    ]
+    let json = caughtUp.json
+    XCTAssertTrue(
+      json.description.contains(
+        #""catching_up":[{"room":"lobby@conference.example.org","caught_up":150}]"#),
+      json.description)
+    XCTAssertEqual(try DaemonStatus(json: json), caughtUp)
+    XCTAssertFalse(status().json.description.contains("catching_up"))
+    var members = try XCTUnwrap(json.objectValue)
+    members[members.firstIndex { $0.key == "catching_up" }!].value = .array([
+      .object([("room", .string("r")), ("caught_up", .string("lots"))])
+    ])
+    XCTAssertThrowsError(try DaemonStatus(json: .object(members))) { error in
+      XCTAssertEqual("\(error)", "catching_up[0].caught_up must be an integer")
+    }
+  }
 }

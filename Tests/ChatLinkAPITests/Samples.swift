@@ -15,7 +15,8 @@ enum Samples {
     connects: 3,
     outbox: 1, lastSeq: 42, durableSeq: 41, storePath: "/var/lib/chatlink/messages.jsonl",
     version: "0.1.0", duplicatesDropped: 3, historyGaps: 1,
-    delivery: "exactly once: ids and catch-up from the newest stored id")
+    delivery: "exactly once: ids and catch-up from the newest stored id",
+    catchingUp: [CatchUpProgress(room: "7", caughtUp: 50)])
 
   static let record = StoredRecord(
     seq: 45, time: "2026-12-02T12:00:01.000000Z", direction: .outbound, room: .int(7),

@@ -24,6 +24,18 @@ final class StatusFormatTests: XCTestCase {
       """)
   }
 
+  func testRoomsCatchingUpAreListedWithWhatTheirHistoryBroughtSoFar() throws {
+    var status: DaemonStatus = try typed(Sample.openStatus)
+    status.catchingUp = [
+      CatchUpProgress(room: "a@conference.example.org", caughtUp: 50),
+      CatchUpProgress(room: "b@conference.example.org", caughtUp: 0),
+    ]
+    XCTAssertTrue(
+      Format.status(status, colour: false).contains(
+        "\nCatching up: a@conference.example.org (50 so far), b@conference.example.org (0 so far)\n"
+      ), Format.status(status, colour: false))
+  }
+
   func testAWaitingStatusShowsTheRetryAndTheErrors() throws {
     XCTAssertEqual(
       Format.status(try typed(Sample.waitingStatus), colour: false),

@@ -227,8 +227,11 @@ final class XMPPArchiveTests: XCTestCase {
     link.on(.message(result("old", id: "sid-10")))
     link.on(.message(result("older", id: "sid-11")))
     XCTAssertEqual(link.core.counters.caughtUp, 2)
+    XCTAssertEqual(link.core.catchUpProgress.map(\.room), [S.room])
+    XCTAssertEqual(link.core.catchUpProgress.map(\.caughtUp), [2])
     link.on(.message(fin(complete: true, last: "sid-11")))
     XCTAssertEqual(link.core.roomsCatchingUp, 0)
+    XCTAssertTrue(link.core.catchUpProgress.isEmpty)
     link.on(.ended(closed(.abnormalClosure)))
     XCTAssertEqual(link.core.counters.caughtUp, 2, "counters outlive the connection")
   }

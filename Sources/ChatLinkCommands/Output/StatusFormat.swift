@@ -41,6 +41,10 @@ extension Format {
     if status.historyGaps > 0 {
       rows.append(("History gaps", paint("\(status.historyGaps) (messages may be missing)", .red)))
     }
+    if !status.catchingUp.isEmpty {
+      let rooms = status.catchingUp.map { "\(printable($0.room)) (\($0.caughtUp) so far)" }
+      rows.append(("Catching up", rooms.joined(separator: ", ")))
+    }
     rows.append(("Sent", String(status.sent)))
     rows.append(("Confirmed", String(status.confirmed)))
     if status.failed > 0 { rows.append(("Refused", String(status.failed))) }

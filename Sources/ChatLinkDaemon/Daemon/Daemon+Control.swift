@@ -30,7 +30,9 @@ extension Daemon: ControlTarget {
       storePath: store.path, version: ChatLinkVersion.current,
       duplicatesDropped: store.duplicatesDropped, historyGaps: counters.historyGaps,
       delivery: link.settings.link.dialect.inboundPromise(
-        dedupeWindow: store.options.dedupeWindow))
+        dedupeWindow: store.options.dedupeWindow),
+      catchingUp: link.catchUpProgress.map { CatchUpProgress(room: $0.room, caughtUp: $0.caughtUp) }
+    )
   }
 
   public var rooms: [String] { link.rooms.map(\.name) }

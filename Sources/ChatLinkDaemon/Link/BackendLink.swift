@@ -18,6 +18,8 @@ public final class BackendLink: WebSocketClientDelegate {
   public var counters: LinkCounters { core.counters }
   /// Rooms catching up from the backend's history now.
   public var roomsCatchingUp: Int { core.roomsCatchingUp }
+  /// Those rooms, with the messages their history has brought so far.
+  public var catchUpProgress: [(room: String, caughtUp: Int)] { core.catchUpProgress }
   /// A problem worth showing in status until the next successful connection.
   public var lastError: String? { core.lastError }
   /// How the last connection ended.

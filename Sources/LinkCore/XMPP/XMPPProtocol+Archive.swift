@@ -158,9 +158,13 @@ extension XMPPProtocol: CatchingUp {
     }
   }
 
-  /// Rooms catching up, with what each has taken from its archive so far, for status.
+  public var catchUpProgress: [(room: String, caughtUp: Int)] {
+    rooms.filter { $0.value.query != nil }.map { ($0.key, $0.value.archived) }
+      .sorted { $0.room < $1.room }
+  }
+
+  /// Rooms catching up, with what each has taken from its archive so far, for the session note.
   var catchingUp: [String] {
-    rooms.filter { $0.value.query != nil }.map { "\($0.key) (\($0.value.archived) so far)" }
-      .sorted()
+    catchUpProgress.map { "\($0.room) (\($0.caughtUp) so far)" }
   }
 }
