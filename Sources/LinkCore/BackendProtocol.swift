@@ -57,6 +57,10 @@ public protocol BackendProtocol {
   /// The frame that joins a room, asking for what came after `position` (nil: a room never
   /// stored). By default, `join(_:)`.
   mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message?
+  /// The frame that asks, once a session that joins after stored ids is ready, for what the
+  /// backend kept for us outside the rooms (XMPP: the account's archive of chats) since
+  /// `newestStored`, the time of the newest inbound record with an id; nil for none.
+  mutating func catchUp(newestStored: Timestamp?) -> Message?
   /// The frame that leaves a room, if the dialect has one.
   mutating func leave(_ room: RoomID) -> Message?
   /// Why `entry` cannot be sent at all with this dialect (e.g. no topic), or nil: such an
@@ -104,6 +108,7 @@ extension BackendProtocol {
   public mutating func join(_ room: RoomID, after position: RoomPosition?) -> Message? {
     join(room)
   }
+  public mutating func catchUp(newestStored: Timestamp?) -> Message? { nil }
   public var confirmsByPong: Bool { true }
   public var framesAreSingleLineJSON: Bool { false }
   public var maxFrameSize: Int? { nil }

@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// The backend link as a pure state machine: events in, actions out, no I/O, no clocks, no
@@ -58,6 +59,8 @@ public struct LinkCore {
   var acknowledgements = DurableAcknowledgements()
   /// Rooms to join once the store has said their newest ids (`.requestPositions`).
   var awaitingPositions: [RoomID] = []
+  /// Whether the session's own catch-up (`BackendProtocol.catchUp`) waits for that answer.
+  var awaitingSessionCatchUp = false
   /// Two-step deliveries stored and not yet released, and their journal.
   public internal(set) var receipts: InboundReceipts
   /// Whether the dialect delivers in two steps (`backend.keepsReceipts`, kept at hand: every
@@ -115,7 +118,7 @@ public struct LinkCore {
     case .storeBehind(let behind): storeBehind(behind, &actions)
     case .stored(let seq): stored(seq: seq, &actions)
     case .durable(let seq): durable(through: seq, &actions)
-    case .positions(let positions): joinAwaited(positions, &actions)
+    case .positions(let positions, let newest): joinAwaited(positions, newest: newest, &actions)
     case .journalDurable(let entry): journalDurable(through: entry, &actions)
     case .released(let entries): released(entries, &actions)
     case .outbox(let pending, let buffered): sendOutbox(pending, buffered, now: now, &actions)
@@ -184,6 +187,7 @@ public struct LinkCore {
       armDeadline(now: now, &actions)
     }
     setState(.open, "connected", &actions)
+    if backend.joinsAfterStoredID { awaitingSessionCatchUp = true }
     join(rooms, &actions)
     ledger.reset()
     actions.append(.requestOutbox)
@@ -243,6 +247,7 @@ public struct LinkCore {
     // Unconfirmed messages stay in the outbox and go out again after the reconnect.
     ledger.reset()
     awaitingPositions = []
+    awaitingSessionCatchUp = false
     // The backend redelivers what this connection did not acknowledge.
     if !acknowledgements.isEmpty { actions.append(.awaitDurability(false)) }
     acknowledgements.connectionEnded()
@@ -286,22 +291,26 @@ public struct LinkCore {
       }
       return
     }
-    guard !rooms.isEmpty else { return }
+    guard !rooms.isEmpty || awaitingSessionCatchUp else { return }
     awaitingPositions.append(contentsOf: rooms)
     actions.append(.requestPositions(rooms))
   }
 
   /// The store said the newest ids: the rooms waiting for them are joined after those ids
-  /// (those left since, or asked for on a connection that has ended, are not).
+  /// (those left since, or asked for on a connection that has ended, are not), and a new
+  /// session catches up what is not a room's from the newest record's time.
   private mutating func joinAwaited(
-    _ positions: [RoomID: RoomPosition], _ actions: inout [LinkAction]
+    _ positions: [RoomID: RoomPosition], newest: Timestamp?, _ actions: inout [LinkAction]
   ) {
     let waiting = awaitingPositions
     awaitingPositions = []
+    let catchUp = awaitingSessionCatchUp
+    awaitingSessionCatchUp = false
     guard phase == .ready else { return }
     for room in waiting where rooms.contains(room) {
       if let frame = backend.join(room, after: positions[room]) { sendJoin(frame, &actions) }
     }
+    if catchUp, let frame = backend.catchUp(newestStored: newest) { sendJoin(frame, &actions) }
   }
 
   private mutating func leave(_ room: RoomID, _ actions: inout [LinkAction]) {

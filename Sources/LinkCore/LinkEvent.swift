@@ -1,3 +1,4 @@
+import JSON
 import WebSocket
 
 /// Everything that happens to the link, as the driver reports it to the core.
@@ -26,8 +27,10 @@ public enum LinkEvent {
   /// Every record through `seq` is durable: the acknowledgements of those records go out.
   case durable(through: UInt64)
   /// The newest id stored for each of the rooms `.requestPositions` named, with its record's
-  /// time (a room the store has no id for is left out), as asked for before joining them.
-  case positions([RoomID: RoomPosition])
+  /// time (a room the store has no id for is left out), as asked for before joining them; and
+  /// the time of the newest inbound record with an id, of any room (nil: none), from which a
+  /// session's catch-up of what is not a room's starts (`BackendProtocol.catchUp`).
+  case positions([RoomID: RoomPosition], newest: Timestamp? = nil)
   /// The inbound receipts' journal is durable through this entry (`LinkAction.journal`).
   case journalDurable(through: UInt64)
   /// These entries' releases are durable in the outbox (`LinkAction.release`): their

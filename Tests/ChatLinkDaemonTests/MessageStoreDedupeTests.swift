@@ -106,6 +106,7 @@ final class MessageStoreDedupeTests: XCTestCase {
     try durable(store!)
     store = nil
     let reopened = try open()
+    XCTAssertEqual(reopened.newestStoredTime, time(30), "the newest record of any room")
     XCTAssertTrue(receive(reopened, id: "m2").duplicate)
     XCTAssertTrue(receive(reopened, room: #""ops""#, id: "m29").duplicate)
     XCTAssertFalse(receive(reopened, room: #""ops""#, id: "m2").duplicate)

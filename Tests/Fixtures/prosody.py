@@ -46,7 +46,7 @@ http_ports = {{ {http} }}
 http_interfaces = {{ "127.0.0.1" }}
 https_ports = {{}}
 modules_enabled = {{ "roster"; "saslauth"; "disco"; "ping"; "websocket"; "smacks"; "mam" }}
-modules_disabled = {{ "s2s" }}
+modules_disabled = {{ "s2s"; "offline" }}
 -- Loopback ws:// counts as secure, so PLAIN and SCRAM-SHA-1 are offered (never SCRAM-SHA-256).
 consider_websocket_secure = true
 c2s_require_encryption = false

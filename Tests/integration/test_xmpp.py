@@ -153,6 +153,15 @@ class Peer:
             return bodies
         return self._call(read(), timeout=60)
 
+    def account_archive(self) -> list[str]:
+        """The bodies of the chats the peer's own archive holds (its sends included)."""
+        async def read():
+            bodies = []
+            async for message in self.client.plugin["xep_0313"].iterate(rsm={"max": 50}):
+                bodies.append(message["mam_result"]["forwarded"]["stanza"]["body"])
+            return bodies
+        return self._call(read(), timeout=60)
+
     def close(self) -> None:
         self.closing = True
         try:
@@ -494,6 +503,42 @@ def test_chats_in_and_out_are_stored_under_the_peer_and_confirmed_by_the_servers
         assert got["id"] == reply["id"], (got, reply)
         wait_until(lambda: d.status()["outbox"] == 0, 10, message="the chat send confirmed")
         assert d.status()["confirmed"] >= 1
+    finally:
+        peer.close()
+
+
+def test_chats_sent_while_chatlinkd_is_stopped_are_caught_up_from_the_account_archive_once(daemons, tmp_path, prosody):
+    """Stopped, then started again: the account's own archive is asked for the chats it holds
+    from a minute before the newest stored record, which are stored under the peer, in order,
+    the one stored before the stop not again."""
+    rooms = rooms_of(prosody, 1)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
+        joined(d, peer, rooms)
+        bot = f"{d.user}@{prosody.domain}"
+        peer.chat(bot, "chat-before")
+        wait_until(lambda: bodies(d, "chat-before") == ["chat-before"], 10, message="the first chat stored")
+        d.stop()
+        away = [f"chat-away-{i}" for i in range(60)]
+        for body in away:
+            peer.chat(bot, body)
+        # The server has them all once it answers a round trip after them.
+        assert len(peer.account_archive()) >= len(away) + 1
+        d.start()
+        wait_until(lambda: len(bodies(d, "chat-away-")) >= len(away), 30, message="the chats caught up")
+        records = [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
+                   and r["data"].get("body", "").startswith("chat-")]
+        print(f"FIGURES xmpp chat catch-up: {len(away)} chats while stopped, stored "
+              f"{len(records) - 1}, {sum(1 for r in records if (r.get('meta') or {}).get('delay'))} "
+              f"from the archive")
+        assert bodies(d, "chat-away-") == away, "each once, in order"
+        assert bodies(d, "chat-before") == ["chat-before"], "not stored twice"
+        assert all(r["room"] == f"{peer.user}@{prosody.domain}" and r["data"]["type"] == "chat"
+                   for r in records), records[:2]
+        ids = [r["id"] for r in records]
+        assert len(set(ids)) == len(ids)
+        assert d.status()["history_gaps"] == 0
     finally:
         peer.close()
 

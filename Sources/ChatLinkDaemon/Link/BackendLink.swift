@@ -242,7 +242,8 @@ public final class BackendLink: WebSocketClientDelegate {
     case .release(let entry): outbox.release(entry)
     case .journal(let entry): journal(entry)
     case .requestOutbox: offerOutbox()
-    case .requestPositions(let rooms): feed(.positions(store.newestIDs(of: rooms)))
+    case .requestPositions(let rooms):
+      feed(.positions(store.newestIDs(of: rooms), newest: store.newestStoredTime))
     case .pauseReading: client?.isReadingPaused = true
     case .resumeReading: client?.isReadingPaused = false
     case .stateChanged(let state, let reason):

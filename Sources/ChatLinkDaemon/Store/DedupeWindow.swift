@@ -125,6 +125,13 @@ struct DedupeWindow {
     return RoomPosition(id: id, time: time == 0 ? nil : Timestamp(microseconds: time))
   }
 
+  /// The time of the newest id kept as text, of any room (the store's newest inbound record
+  /// with an id), when known.
+  var newestTime: Timestamp? {
+    let newest = recent.reduce(0) { max($0, $1.newestTime) }
+    return newest == 0 ? nil : Timestamp(microseconds: newest)
+  }
+
   private var mask: Int { roomSlots.count - 1 }
 
   /// `room`'s index if it has one, and the slot it is in or would take.

@@ -60,6 +60,9 @@ extension MessageStore {
     return ids
   }
 
+  /// The time of the newest inbound record with an id the window knows, of any room.
+  public var newestStoredTime: Timestamp? { dedupe.window.newestTime }
+
   /// Calls `completion` once the window holds what the store held at start (at once when
   /// it does, or when no ids are kept).
   public func whenDedupeReady(_ completion: @escaping () -> Void) {

@@ -7,7 +7,9 @@ import XMPP
 /// it says it is complete; its messages are stored in archive order, and the live messages
 /// that came meanwhile after them (the store drops those the archive had too, by stanza-id).
 extension XMPPProtocol: CatchingUp {
-  public var roomsCatchingUp: Int { rooms.values.count { $0.query != nil } }
+  public var roomsCatchingUp: Int {
+    rooms.values.count { $0.query != nil } + (account?.query != nil ? 1 : 0)
+  }
 
   static let mamNamespace = "urn:xmpp:mam:2"
   static let rsmNamespace = "http://jabber.org/protocol/rsm"
@@ -26,9 +28,9 @@ extension XMPPProtocol: CatchingUp {
   mutating func archiveQuery(_ room: String, after: String?, start: Timestamp?) -> Message {
     archiveQueries += 1
     let id = "mam-\(archiveQueries)"
-    rooms[room]?.query = id
-    rooms[room]?.cursor = after
-    rooms[room]?.letGo = false
+    self[catchUp: room]?.query = id
+    self[catchUp: room]?.cursor = after
+    self[catchUp: room]?.letGo = false
     countSent()
     var set = XMLElement(
       "set", namespace: Self.rsmNamespace,
@@ -40,13 +42,33 @@ extension XMPPProtocol: CatchingUp {
       "query", namespace: Self.mamNamespace, attributes: [XMLAttribute("queryid", id)])
     if let start { query.children.append(Self.startForm(start)) }
     query.children.append(set)
+    // The account's own archive is asked without a `to`.
+    var attributes = [XMLAttribute("type", "set"), XMLAttribute("id", id)]
+    if room != accountKey { attributes.insert(XMLAttribute("to", room), at: 1) }
     return Self.frame(
-      XMLElement(
-        "iq", namespace: XMPPNamespace.client,
-        attributes: [
-          XMLAttribute("type", "set"), XMLAttribute("to", room), XMLAttribute("id", id),
-        ],
-        children: [query]))
+      XMLElement("iq", namespace: XMPPNamespace.client, attributes: attributes, children: [query]))
+  }
+
+  /// The key of the account's own archive among the catch-ups: our bare JID.
+  var accountKey: String { settings.jid.bareText }
+
+  /// The catch-up under `key`: a room's, or the account's (`accountKey`).
+  subscript(catchUp key: String) -> RoomState? {
+    get { key == accountKey ? account : rooms[key] }
+    set {
+      if key == accountKey { account = newValue } else { rooms[key] = newValue }
+    }
+  }
+
+  /// A new session (not a resumption) asks the account's archive for the chats it holds from
+  /// a minute before the newest stored record's time; with none stored, chats start from now.
+  public mutating func catchUp(newestStored: Timestamp?) -> Message? {
+    guard !resumed, boundJID != nil, let newestStored else { return nil }
+    var state = RoomState(nick: settings.nick)
+    state.status = .joined
+    state.start = Timestamp(microseconds: newestStored.microseconds - Self.fallbackMargin)
+    account = state
+    return archiveQuery(accountKey, after: nil, start: state.start)
   }
 
   /// The data form (XEP-0004) of a query from `start` on, in whole seconds (XEP-0082).
@@ -65,17 +87,19 @@ extension XMPPProtocol: CatchingUp {
       children: [field("FORM_TYPE", mamNamespace, hidden: true), field("start", text)])
   }
 
-  /// The room whose archive query has this id.
+  /// The room whose archive query has this id (`accountKey` for the account's).
   private func room(querying id: String) -> String? {
-    rooms.first { $0.value.query == id }?.key
+    if account?.query == id { return accountKey }
+    return rooms.first { $0.value.query == id }?.key
   }
 
   /// A message carrying one of our queries' results: its record. False when it carries none.
   mutating func archived(_ element: XMLElement, into reading: inout ProtocolReading) -> Bool {
     guard let result = element.child("result", namespace: Self.mamNamespace) else { return false }
     // Only the archive we asked, and only from it: anyone could send a message with a result.
+    let from = element.attribute("from").flatMap { try? JID(parsing: $0) }?.bareText
     guard let queryID = result.attribute("queryid"), let room = room(querying: queryID),
-      (element.attribute("from").flatMap { try? JID(parsing: $0) })?.bareText == room
+      from == room || (from == nil && room == accountKey)
     else {
       reading.problem = "an archive result no query of ours asked for"
       return true
@@ -84,16 +108,32 @@ extension XMPPProtocol: CatchingUp {
       let message = forwarded.child("message", namespace: XMPPNamespace.client),
       let body = message.child("body", namespace: XMPPNamespace.client)
     else { return true }
-    let from = message.attribute("from")
-    var record = Self.record(
-      room: room,
-      fields: [
-        ("body", body.text), ("from", from ?? ""), ("id", message.attribute("id")),
-        ("type", "groupchat"), ("nick", from.flatMap { try? JID(parsing: $0) }?.resource),
-        ("stanza_id", result.attribute("id")),
-      ])
+    let sender = message.attribute("from")
+    let senderJID = sender.flatMap { try? JID(parsing: $0) }
+    var record: InboundMessage
+    if room == accountKey {
+      // The account's archive: chats to us, stored under the peer as they are live (not ours
+      // to others, nor anything but chats).
+      guard message.attribute("type") == "chat", let peer = senderJID?.bare.bareText,
+        peer != accountKey
+      else { return true }
+      record = Self.record(
+        room: peer,
+        fields: [
+          ("body", body.text), ("from", sender ?? ""), ("id", message.attribute("id")),
+          ("type", "chat"), ("stanza_id", result.attribute("id")),
+        ])
+    } else {
+      record = Self.record(
+        room: room,
+        fields: [
+          ("body", body.text), ("from", sender ?? ""), ("id", message.attribute("id")),
+          ("type", "groupchat"), ("nick", senderJID?.resource),
+          ("stanza_id", result.attribute("id")),
+        ])
+    }
     record.meta = Self.meta(forwarded)
-    rooms[room]?.archived += 1
+    self[catchUp: room]?.archived += 1
     reading.fromHistory += 1
     add(record, into: &reading)
     return true
@@ -102,7 +142,8 @@ extension XMPPProtocol: CatchingUp {
   /// The answer to one of our queries: the next page, or the end of the room's catch-up.
   /// False when the `<iq/>` answers no query of ours.
   mutating func archiveAnswer(_ iq: XMLElement, into reading: inout ProtocolReading) -> Bool {
-    guard let id = iq.attribute("id"), let room = room(querying: id), let state = rooms[room]
+    guard let id = iq.attribute("id"), let room = room(querying: id),
+      let state = self[catchUp: room]
     else { return false }
     if iq.attribute("type") == "result" {
       let fin = iq.child("fin", namespace: Self.mamNamespace)
@@ -124,7 +165,7 @@ extension XMPPProtocol: CatchingUp {
         reading.historyGap = room
         if state.start == nil, let time = state.afterTime {
           let start = Timestamp(microseconds: time.microseconds - Self.fallbackMargin)
-          rooms[room]?.start = start
+          self[catchUp: room]?.start = start
           reading.replies.append(archiveQuery(room, after: nil, start: start))
           return true
         }
@@ -138,12 +179,12 @@ extension XMPPProtocol: CatchingUp {
 
   /// The room caught up: the live messages held meanwhile are stored now.
   private mutating func finishCatchUp(_ room: String, into reading: inout ProtocolReading) {
-    guard var state = rooms[room] else { return }
+    guard var state = self[catchUp: room] else { return }
     state.query = nil
     let held = state.held
     state.held = []
     state.heldBytes = 0
-    rooms[room] = state
+    self[catchUp: room] = state
     for record in held { add(record, into: &reading) }
   }
 
@@ -159,8 +200,9 @@ extension XMPPProtocol: CatchingUp {
   }
 
   public var catchUpProgress: [(room: String, caughtUp: Int)] {
-    rooms.filter { $0.value.query != nil }.map { ($0.key, $0.value.archived) }
-      .sorted { $0.room < $1.room }
+    var progress = rooms.filter { $0.value.query != nil }.map { ($0.key, $0.value.archived) }
+    if let account, account.query != nil { progress.append((accountKey, account.archived)) }
+    return progress.sorted { $0.0 < $1.0 }
   }
 
   /// Rooms catching up, with what each has taken from its archive so far, for the session note.

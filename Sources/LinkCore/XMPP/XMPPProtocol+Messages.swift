@@ -57,6 +57,10 @@ extension XMPPProtocol {
       rooms[room]?.hold(record, archived: stanzaID != nil)
       return
     }
+    if type == "chat" && account?.query != nil {
+      account?.hold(record, archived: stanzaID != nil)
+      return
+    }
     add(record, into: &reading)
   }
 

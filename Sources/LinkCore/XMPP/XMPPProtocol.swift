@@ -77,6 +77,8 @@ public struct XMPPProtocol: BackendProtocol {
   var pendingSends: [String: UInt64] = [:]
   /// The rooms joined or being joined, by bare JID.
   var rooms: [String: RoomState] = [:]
+  /// The catch-up of the account's own archive (chats), while under way or held.
+  var account: RoomState?
   /// Why stream management is off, if the server refused it.
   var sessionNote: String?
   /// The stream management session's id, when the server will resume it (XEP-0198 §5).
@@ -143,6 +145,7 @@ public struct XMPPProtocol: BackendProtocol {
     awaitingAck.removeAll()
     pendingSends = [:]
     rooms = [:]
+    account = nil
     sessionNote = nil
     var negotiation = StreamNegotiation(
       settings: NegotiationSettings(
