@@ -22,7 +22,7 @@ public struct LinkCore {
   /// What the server agreed to on the current connection.
   public var negotiated: ClientHandshake.Result? { lifecycle.session?.negotiated }
   /// The rooms joined after every connect: configured plus runtime joins.
-  public private(set) var rooms: [RoomID]
+  public internal(set) var rooms: [RoomID]
   /// The settings in force.
   public private(set) var settings: LinkSettings
   /// Whether reading is paused because the store is behind (`lifecycle`'s, kept at hand: the
@@ -275,49 +275,6 @@ public struct LinkCore {
   }
 
   // MARK: Commands
-
-  private mutating func join(_ room: RoomID, _ actions: inout [LinkAction]) {
-    guard backend.hasRooms, !rooms.contains(room) else { return }
-    rooms.append(room)
-    if phase == .ready { join([room], &actions) }
-  }
-
-  /// Joins `rooms` on the open connection: at once, or once the store has said the newest id
-  /// of each, when the dialect joins after them.
-  private mutating func join(_ rooms: [RoomID], _ actions: inout [LinkAction]) {
-    guard backend.joinsAfterStoredID else {
-      for room in rooms {
-        if let frame = backend.join(room) { sendJoin(frame, &actions) }
-      }
-      return
-    }
-    guard !rooms.isEmpty || awaitingSessionCatchUp else { return }
-    awaitingPositions.append(contentsOf: rooms)
-    actions.append(.requestPositions(rooms))
-  }
-
-  /// The store said the newest ids: the rooms waiting for them are joined after those ids
-  /// (those left since, or asked for on a connection that has ended, are not), and a new
-  /// session catches up what is not a room's from the newest record's time.
-  private mutating func joinAwaited(
-    _ positions: [RoomID: RoomPosition], newest: Timestamp?, _ actions: inout [LinkAction]
-  ) {
-    let waiting = awaitingPositions
-    awaitingPositions = []
-    let catchUp = awaitingSessionCatchUp
-    awaitingSessionCatchUp = false
-    guard phase == .ready else { return }
-    for room in waiting where rooms.contains(room) {
-      if let frame = backend.join(room, after: positions[room]) { sendJoin(frame, &actions) }
-    }
-    if catchUp, let frame = backend.catchUp(newestStored: newest) { sendJoin(frame, &actions) }
-  }
-
-  private mutating func leave(_ room: RoomID, _ actions: inout [LinkAction]) {
-    guard let index = rooms.firstIndex(of: room) else { return }
-    rooms.remove(at: index)
-    if phase == .ready, let frame = backend.leave(room) { actions.append(.send(frame)) }
-  }
 
   private mutating func reconnect(
     _ reason: String, now: MonotonicInstant, _ actions: inout [LinkAction]
