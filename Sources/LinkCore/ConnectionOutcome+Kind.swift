@@ -15,6 +15,7 @@ extension ConnectionOutcome {
     case .sessionRefused: "session_refused"
     case .closedEarly: "closed_early"
     case .protocolViolation: "protocol_violation"
+    case .redirected: "redirected"
     case .cancelled: "cancelled"
     }
   }

@@ -134,6 +134,13 @@ extension LinkCore {
       guard current == .settingUp || current == .ready else { break }
       close(because: .protocolViolation(reason))
       actions.append(.close(.protocolError, reason: "protocol error"))
+    case .movedTo(let uri)?:
+      guard current == .settingUp || current == .ready else { break }
+      switch follow(uri) {
+      case .success(let url): close(because: .redirected(url))
+      case .failure(let refusal): close(because: .protocolViolation(refusal.reason))
+      }
+      actions.append(.close(.normalClosure, reason: "moved"))
     case nil: break
     }
   }

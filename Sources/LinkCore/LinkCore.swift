@@ -61,6 +61,8 @@ public struct LinkCore {
   var awaitingPositions: [RoomID] = []
   /// Whether the session's own catch-up (`BackendProtocol.catchUp`) waits for that answer.
   var awaitingSessionCatchUp = false
+  /// Where the backend sent us (`LinkCore+Redirect.swift`), while connections go there.
+  var redirect: Redirect?
   /// Two-step deliveries stored and not yet released, and their journal.
   public internal(set) var receipts: InboundReceipts
   /// Whether the dialect delivers in two steps (`backend.keepsReceipts`, kept at hand: every
@@ -137,8 +139,9 @@ public struct LinkCore {
     guard phase == .idle || phase == .waiting else { return }
     counters.attempts += 1
     lifecycle = .attempting(readingPaused: false)
+    redirect?.reached = false
     actions.append(.connect)
-    setState(.connecting, "connecting to \(settings.url)", &actions)
+    setState(.connecting, "connecting to \(connectURL)", &actions)
   }
 
   private mutating func advance(_ progress: ConnectProgress, _ actions: inout [LinkAction]) {
@@ -146,7 +149,7 @@ public struct LinkCore {
     switch progress {
     case .tlsHandshake:
       if state == .connecting {
-        setState(.tls, "TLS handshake with \(settings.url.host)", &actions)
+        setState(.tls, "TLS handshake with \(connectURL.host)", &actions)
       }
     case .upgrading:
       setState(.upgrading, "sent the upgrade request", &actions)
@@ -179,6 +182,8 @@ public struct LinkCore {
     lifecycle = .ready(session, since: now)
     // A connection counts once its session is usable: a refused set-up is not one.
     counters.connects += 1
+    redirect?.reached = true
+    redirect?.hops = 0
     // The last error stays visible through a set-up that the backend may still refuse.
     lastError = nil
     if keepalive.outstanding != nil {
@@ -205,6 +210,7 @@ public struct LinkCore {
       stopping = closing.stopping
     }
     counters.endings[outcome.kind, default: 0] += 1
+    redirectEnded(outcome)
     connectionEnded(now: now, &actions)
     if stopping {
       finishStop(&actions)
@@ -310,6 +316,7 @@ public struct LinkCore {
       tracksReceipts = backend.keepsReceipts
       cumulativeAcknowledgements = backend.acknowledgementsAreCumulative
     }
+    if new.url != settings.url { redirect = nil }
     settings = new
     backoff.minimum = new.reconnectMin
     backoff.maximum = new.reconnectMax

@@ -70,7 +70,7 @@ public enum ReconnectPolicy {
       return closeRule(info)
     case .sessionRefused(let reason):
       return Rule(delay: .longest, problem: "the backend refused the session: \(reason)")
-    case .cancelled:
+    case .cancelled, .redirected:
       return Rule(delay: .short)
     }
   }

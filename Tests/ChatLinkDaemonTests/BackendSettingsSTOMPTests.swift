@@ -39,7 +39,8 @@ final class BackendSettingsSTOMPTests: XCTestCase {
     XCTAssertTrue(backend is STOMPProtocol)
     XCTAssertEqual(backend.offeredSubprotocols, ["v12.stomp", "v11.stomp"])
     XCTAssertEqual(
-      settings.clientConfiguration(offering: backend.offeredSubprotocols).subprotocols,
+      settings.clientConfiguration(to: settings.url, offering: backend.offeredSubprotocols)
+        .subprotocols,
       ["v12.stomp", "v11.stomp"])
   }
 

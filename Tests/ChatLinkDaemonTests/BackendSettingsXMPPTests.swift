@@ -38,7 +38,8 @@ final class BackendSettingsXMPPTests: XCTestCase {
       settings.headers[all: "Authorization"], [], "the password never goes into a header")
     let dialect = settings.link.dialect.makeDialect()
     XCTAssertEqual(
-      settings.clientConfiguration(offering: dialect.offeredSubprotocols).subprotocols, ["xmpp"])
+      settings.clientConfiguration(to: settings.url, offering: dialect.offeredSubprotocols)
+        .subprotocols, ["xmpp"])
   }
 
   func testTwoSpellingsOfOneRoomAreOneRoom() throws {

@@ -192,7 +192,7 @@ def daemons(tmp_path):
 
 
 def xmpp_daemon(daemons, tmp_path, p, rooms, password: str | None = None, overrides=None,
-                start: bool = True) -> Daemon:
+                start: bool = True, url: str | None = None) -> Daemon:
     """chatlinkd with Protocol=xmpp as a fresh account of `p`: the token file holds its
     password (or `password` is registered instead, to test a wrong one)."""
     user = f"bot{next(_users)}"
@@ -200,7 +200,7 @@ def xmpp_daemon(daemons, tmp_path, p, rooms, password: str | None = None, overri
                 "XMPP": {"JID": f"{user}@{p.domain}"}}
     for section, keys in (overrides or {}).items():
         sections.setdefault(section, {}).update(keys)
-    d = Daemon(tmp_path / f"{user}", p.ws_url, sections)
+    d = Daemon(tmp_path / f"{user}", url or p.ws_url, sections)
     daemons.append(d)
     d.user = user
     p.register(user, password or d.token)
@@ -379,6 +379,58 @@ def test_an_id_the_archive_no_longer_has_falls_back_to_the_time_and_is_a_counted
         assert "history" in d.log_text() and rooms[0] in d.log_text()
     finally:
         peer.close()
+
+
+class FrontDoor:
+    """A WebSocket server on loopback that answers every XMPP stream with RFC 7395's
+    `<open/>` then `<close see-other-uri=…/>`, sending the client to `target`."""
+
+    def __init__(self, domain: str, target: str):
+        import websockets.asyncio.server as ws_server
+        self.loop = asyncio.new_event_loop()
+        self.streams = 0
+
+        async def handler(ws):
+            await ws.recv()
+            self.streams += 1
+            await ws.send(f"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' from='{domain}' "
+                          "id='front' version='1.0' xml:lang='en'/>")
+            await ws.send(f"<close xmlns='urn:ietf:params:xml:ns:xmpp-framing' see-other-uri='{target}'/>")
+            await ws.wait_closed()
+
+        async def serve():
+            return await ws_server.serve(handler, "127.0.0.1", 0, subprotocols=["xmpp"])
+        self.server = self.loop.run_until_complete(serve())
+        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/xmpp-websocket"
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def test_a_see_other_uri_is_followed_and_the_session_goes_on_there(daemons, tmp_path, prosody):
+    """chatlinkd is configured with a front door that sends every stream to Prosody (RFC 7395
+    §3.6.1): the next connection goes there at once, and messages flow."""
+    rooms = rooms_of(prosody, 1)
+    front = FrontDoor(prosody.domain, prosody.ws_url)
+    peer = Peer(prosody, rooms)
+    try:
+        d = xmpp_daemon(daemons, tmp_path, prosody, rooms, url=front.url)
+        joined(d, peer, rooms)
+        status = d.status()
+        assert status["url"] == prosody.ws_url, status
+        assert front.streams == 1
+        assert "the backend moved the session to " + prosody.ws_url in d.log_text()
+        peer.post([(rooms[0], "moved-1")])
+        wait_until(lambda: bodies(d, "moved-") == ["moved-1"], 10, message="stored there")
+        print(f"FIGURES xmpp see-other-uri: followed after {front.streams} stream, "
+              f"connects {status['connects']}, failures {status.get('failures', 0)}")
+    finally:
+        peer.close()
+        front.close()
 
 
 def test_catch_up_all_imports_the_whole_archive_of_a_room_never_stored(daemons, tmp_path, prosody):

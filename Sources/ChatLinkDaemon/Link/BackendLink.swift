@@ -35,7 +35,7 @@ public final class BackendLink: WebSocketClientDelegate {
   /// The last message the backend refused, as "<id>: <reason>".
   public private(set) var lastFailure: String?
   /// The URL without credentials, for status and logs.
-  public var displayURL: String { settings.url.description }
+  public var displayURL: String { core.connectURL.description }
   /// The settings in force.
   public private(set) var settings: BackendSettings
   /// Bytes and messages over the wire, summed over every connection.
@@ -260,9 +260,11 @@ public final class BackendLink: WebSocketClientDelegate {
   }
 
   private func connect() {
+    // Where the backend sent us, if it did (as protected as the configured URL).
+    let url = core.connectURL
     let client = WebSocketClient(
-      loop: loop, resolver: resolver, tlsContext: settings.url.secure ? tlsContext : nil,
-      configuration: settings.clientConfiguration(offering: core.offeredSubprotocols))
+      loop: loop, resolver: resolver, tlsContext: url.secure ? tlsContext : nil,
+      configuration: settings.clientConfiguration(to: url, offering: core.offeredSubprotocols))
     client.delegate = self
     client.traffic = traffic
     self.client = client

@@ -131,7 +131,9 @@ public struct BackendSettings: Sendable {
   }
 
   /// The WebSocket client's configuration, with the dialect's own subprotocols offered too.
-  func clientConfiguration(offering extra: [String]) -> WebSocketClient.Configuration {
+  func clientConfiguration(to url: WebSocketURL, offering extra: [String])
+    -> WebSocketClient.Configuration
+  {
     let upgrade = link.upgrade
     return WebSocketClient.Configuration(
       url: url, headers: upgrade.headers,

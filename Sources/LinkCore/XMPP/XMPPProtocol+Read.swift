@@ -32,8 +32,11 @@ extension XMPPProtocol {
     case .open:
       reading.problem = "an <open/> after the stream was negotiated"
     case .close(let close):
-      let elsewhere = XMPPFraming.seeOtherURI(close).map { " (see-other-uri \($0))" } ?? ""
-      reading.session = .broken("the XMPP server closed the stream\(elsewhere)")
+      if let uri = XMPPFraming.seeOtherURI(close) {
+        moved(to: uri, into: &reading)
+      } else {
+        reading.session = .broken("the XMPP server closed the stream")
+      }
     case .stanza(let element):
       stanza(element, into: &reading)
     }
@@ -63,11 +66,26 @@ extension XMPPProtocol {
             + "check [XMPP] JID= and TokenFile=")
       case .failed(let error):
         reading.session = .broken("XMPP stream negotiation: \(error)")
-      case .closed(let uri):
-        let elsewhere = uri.map { " (see-other-uri \($0))" } ?? ""
-        reading.session = .broken("the XMPP server closed the stream during set-up\(elsewhere)")
+      case .closed(let uri?):
+        moved(to: uri, into: &reading)
+      case .closed(nil):
+        reading.session = .broken("the XMPP server closed the stream during set-up")
       }
     }
+  }
+
+  /// `<close see-other-uri=…/>`: the session goes on elsewhere (RFC 7395 §3.6.1), unless that
+  /// would take a password PLAIN may send over loopback ws:// off the loopback.
+  private func moved(to uri: String, into reading: inout ProtocolReading) {
+    if settings.transport == .loopback,
+      let url = try? WebSocketURL(parsing: uri), !url.secure,
+      !SASLTransport.isLoopback(url.host)
+    {
+      reading.session = .broken(
+        "the XMPP server sent us to \(url), off the loopback without TLS; not followed")
+      return
+    }
+    reading.session = .movedTo(uri)
   }
 
   /// The session is bound (and stream management enabled, if offered): available presence,

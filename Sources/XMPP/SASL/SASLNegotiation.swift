@@ -23,7 +23,7 @@ public enum SASLTransport: Sendable, Hashable {
   public var allowsPlain: Bool { self != .plaintext }
 
   /// `localhost` (RFC 6761 reserves it for loopback), 127.0.0.0/8 and ::1.
-  static func isLoopback(_ host: String) -> Bool {
+  public static func isLoopback(_ host: String) -> Bool {
     let name = host.lowercased().trimmingBrackets
     if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return true }
     let octets = name.split(separator: ".", omittingEmptySubsequences: false)
