@@ -5,12 +5,14 @@ peer of xmpp_peer.py over c2s TCP in the rooms. Prosody is the reference server
 its stream management, its MAM result pages, its MUC presences, its stanza-ids) changes
 nothing of what chatlinkd stores or confirms.
 
-- Join and inbound: chatlinkd joins two rooms; 1,000 groupchat messages the peer posts are each
-  stored once, in order per room, with the room's stanza-id as the record's id.
+- Join and inbound: chatlinkd signs in with SCRAM-SHA-256 and joins two rooms; 1,000 groupchat
+  messages the peer posts are each stored once, in order per room, with the room's stanza-id
+  as the record's id.
 - A send: `chatlinkctl send --room ROOM TEXT` reaches the peer and is confirmed by the room's
-  reflection of its id.
+  reflection of its id; a chat in (stored with its stanza-id) and out (confirmed by `<a h/>`).
 - Catch-up: chatlinkd stopped while the peer posts, started again: all caught up from the
-  room's archive once, in order; then the same across a restart of ejabberd itself.
+  room's archive once, in order; then the same across a restart of ejabberd itself; and
+  ejabberd restarted under a running chatlinkd: the resumption refused, the archive fills in.
 """
 
 from __future__ import annotations
@@ -76,9 +78,11 @@ def test_joins_two_rooms_and_stores_a_thousand_groupchat_messages_once_in_order(
         assert all(r["data"]["stanza_id"] == r["id"] for r in records)
         assert status["connects"] == 1 and status["state"] == "open", status
         assert "unexpected frame from the backend" not in d.log_text()
+        # ejabberd offers SCRAM-SHA-256 (Prosody only SCRAM-SHA-1): chatlinkd takes the strongest.
+        assert f"Accepted c2s SCRAM-SHA-256 authentication for {d.user}@" in ejabberd.log_text()
 
 
-def test_a_send_reaches_the_room_and_is_confirmed_by_its_reflection(daemons, tmp_path, ejabberd):
+def test_a_send_reaches_the_room_confirmed_by_its_reflection_and_chats_go_both_ways(daemons, tmp_path, ejabberd):
     with in_rooms(daemons, tmp_path, ejabberd, 1) as (d, peer, rooms):
         t0 = time.monotonic()
         result = subprocess.run(
@@ -97,6 +101,18 @@ def test_a_send_reaches_the_room_and_is_confirmed_by_its_reflection(daemons, tmp
         reflection = next(r for r in inbound(d) if r["data"]["body"] == "hello from chatlinkd")
         assert reflection["data"]["id"] == got["id"], (reflection, got)
         assert reflection["id"] == reflection["data"]["stanza_id"], reflection
+
+        # A chat both ways: stored under the peer with the stanza-id ejabberd's archive of our
+        # account gave (by our bare JID), our reply confirmed by the server's <a h/>.
+        peer.chat(f"{d.user}@{ejabberd.domain}", "psst, bot")
+        wait_until(lambda: bodies(d, "psst, bot"), 10, message="the chat stored")
+        chat = next(r for r in inbound(d) if r["data"]["body"] == "psst, bot")
+        assert chat["room"] == f"{peer.user}@{ejabberd.domain}" and chat["data"]["type"] == "chat", chat
+        assert chat.get("id") and chat["data"]["stanza_id"] == chat["id"], chat
+        reply = d.send("psst yourself", room=chat["room"])
+        assert peer.wait_for(lambda m: m["body"] == "psst yourself")[0]["id"] == reply["id"]
+        wait_until(lambda: d.status()["outbox"] == 0, 10, message="the chat send confirmed")
+        assert d.status()["confirmed"] == 2 and d.status()["failed"] == 0
 
 
 def posted_while_stopped(d, peer, sent: list[tuple[str, str]]) -> float:
