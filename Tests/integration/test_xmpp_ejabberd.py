@@ -10,6 +10,7 @@ nothing of what chatlinkd stores or confirms.
   as the record's id.
 - A send: `chatlinkctl send --room ROOM TEXT` reaches the peer and is confirmed by the room's
   reflection of its id; a chat in (stored with its stanza-id) and out (confirmed by `<a h/>`).
+- Resumption: three reconnects during a flood, each session resumed, nothing stored twice.
 - Catch-up: chatlinkd stopped while the peer posts, started again: all caught up from the
   room's archive once, in order; then the same across a restart of ejabberd itself; and
   ejabberd restarted under a running chatlinkd: the resumption refused, the archive fills in.
@@ -25,7 +26,7 @@ import pytest
 
 from conftest import BIN, REPO, wait_until
 from xmpp_peer import (bodies, daemons, in_rooms, inbound, messages, out_of_order,  # noqa: F401
-                       private_server, stored)
+                       private_server, reconnects_while_posting, stored)
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import ejabberd as ejabberd_fixture  # noqa: E402
@@ -113,6 +114,26 @@ def test_a_send_reaches_the_room_confirmed_by_its_reflection_and_chats_go_both_w
         assert peer.wait_for(lambda m: m["body"] == "psst yourself")[0]["id"] == reply["id"]
         wait_until(lambda: d.status()["outbox"] == 0, 10, message="the chat send confirmed")
         assert d.status()["confirmed"] == 2 and d.status()["failed"] == 0
+
+
+def test_connections_lost_during_a_flood_resume_the_session_and_nothing_is_stored_twice(daemons, tmp_path, ejabberd):
+    """Three reconnects (the daemon running) while the peer posts 600: each time ejabberd
+    resumes the XEP-0198 session (<resumed/>) and resends what was not acknowledged; every
+    message stored once, in order."""
+    with in_rooms(daemons, tmp_path, ejabberd, 1) as (d, peer, rooms):
+        sent = messages(rooms, "resume", 600)
+        reconnects_while_posting(d, peer, sent, 3)
+        stored(d, sent)
+        records, problems = once_in_order(d, sent, rooms)
+        resumed = d.log_text().count("resumed the backend session")
+        status = d.status()
+        print(f"FIGURES ejabberd resumption: {len(sent)} sent, {len(records)} stored, connects "
+              f"{status['connects']}, resumed {resumed}, duplicates dropped "
+              f"{status['duplicates_dropped']}")
+        assert not problems, problems[:10]
+        assert status["connects"] == 4, status
+        assert resumed == 3, "each reconnect resumed the session"
+        assert "unexpected frame from the backend" not in d.log_text()
 
 
 def posted_while_stopped(d, peer, sent: list[tuple[str, str]]) -> float:

@@ -15,6 +15,7 @@ import itertools
 import shutil
 import tempfile
 import threading
+import time
 
 import pytest
 import slixmpp
@@ -256,3 +257,17 @@ def out_of_order(records: list[dict], sent: list[tuple[str, str]], rooms: list[s
         problems += first_in_order([r["data"]["body"] for r in records if r["room"] == room],
                                    [b for rm, b in sent if rm == room])
     return problems
+
+
+def reconnects_while_posting(d: Daemon, peer: Peer, sent: list[tuple[str, str]], times: int) -> None:
+    """The peer posts `sent` while `d` is told to reconnect `times` times (its connection
+    closed, the daemon running), each time back open before the next; returns once all is
+    posted."""
+    poster = threading.Thread(target=peer.post, args=(sent,), daemon=True)
+    poster.start()
+    for _ in range(times):
+        time.sleep(0.3)
+        assert "error" not in d.call("io.chatlink.Daemon.Reconnect")
+        d.wait_state("open", timeout=20)
+    poster.join(120)
+    assert not poster.is_alive(), "the peer did not finish posting"
