@@ -19,9 +19,10 @@ No epmd: `ERL_DIST_PORT` makes ejabberdctl start the node with `-erl_epmd_port P
     e.stop()
 
 Run as a script, it starts one, signs in over WebSocket with the small client of prosody.py
-and prints what each side sent as JSON (SCRAM-SHA-1 or PLAIN).
+and prints what each side sent as JSON: how Tests/XMPPTests/EjabberdTranscripts.swift was
+captured.
 
-    .venv/bin/python Tests/Fixtures/ejabberd.py [PLAIN|SCRAM]
+    .venv/bin/python Tests/Fixtures/ejabberd.py [PLAIN|SCRAM|SCRAM-SHA-256]
 """
 from __future__ import annotations
 
@@ -252,7 +253,7 @@ if __name__ == "__main__":
     print(f"started in {server.started_in:.2f} s", file=sys.stderr)
     try:
         server.register("user", "pencil")
-        mechanism = sys.argv[1] if len(sys.argv) > 1 else "SCRAM"
-        print(json.dumps(asyncio.run(capture(server.ws_url, mechanism)), indent=1))
+        mechanism = sys.argv[1] if len(sys.argv) > 1 else "SCRAM-SHA-256"
+        print(json.dumps(asyncio.run(capture(server.ws_url, mechanism)), indent=1, ensure_ascii=False))
     finally:
         server.stop(cleanup=True)
