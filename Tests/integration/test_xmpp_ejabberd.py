@@ -26,7 +26,7 @@ import pytest
 
 from conftest import BIN, REPO, wait_until
 from xmpp_peer import (bodies, daemons, in_rooms, inbound, messages, out_of_order,  # noqa: F401
-                       private_server, reconnects_while_posting, stored)
+                       peer_in, private_server, reconnects_while_posting, stored)
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import ejabberd as ejabberd_fixture  # noqa: E402
@@ -167,9 +167,9 @@ def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive
         t0 = time.monotonic()
         ejabberd.restart()
         restarted_in = time.monotonic() - t0
-        peer.wait_session(2)
         restart = messages(rooms, "restart", 100)
-        second_in = posted_while_stopped(d, peer, restart)
+        with peer_in(ejabberd, rooms) as poster:
+            second_in = posted_while_stopped(d, poster, restart)
 
         sent = first + away + live + restart
         records, problems = once_in_order(d, sent, rooms)
@@ -197,9 +197,9 @@ def test_ejabberd_restarted_under_chatlinkd_refuses_the_resumption_and_the_archi
         stored(d, up, 30)
         t0 = time.monotonic()
         ejabberd.restart()
-        peer.wait_session(2)
         back = messages(rooms, "back", 100)
-        peer.post(back)
+        with peer_in(ejabberd, rooms) as poster:
+            poster.post(back)
         stored(d, back)
         back_in = time.monotonic() - t0
         sent = up + back

@@ -55,7 +55,6 @@ class Peer:
         client.register_plugin("xep_0313")
         started = asyncio.Event()
         self.closing = False
-        self.sessions = 0
 
         def disconnected(_):
             # A restarted server: connect again (session_start joins the rooms again).
@@ -66,9 +65,6 @@ class Peer:
             client.send_presence()
             for room in rooms:
                 await client.plugin["xep_0045"].join_muc_wait(room, self.user, maxstanzas=0)
-            with self.lock:
-                self.sessions += 1  # one more session in which every room is joined
-                self.lock.notify_all()
             started.set()
 
         def groupchat(msg):
@@ -117,13 +113,6 @@ class Peer:
         async def send():
             self.client.send_message(mto=to, mbody=body, mtype="chat")
         self._call(send())
-
-    def wait_session(self, count: int, timeout: float = 30) -> None:
-        """Waits until the peer has had `count` sessions with its rooms joined (after a server
-        restart it connects again on its own, with slixmpp's back-off: 1, 3, 7 s, …)."""
-        with self.lock:
-            if not self.lock.wait_for(lambda: self.sessions >= count, timeout):
-                pytest.fail(f"the peer had {self.sessions} session(s), not {count}")
 
     def wait_for(self, predicate, count: int = 1, timeout: float = 20) -> list[dict]:
         with self.lock:
@@ -199,11 +188,20 @@ def in_rooms(daemons, tmp_path, p, count: int):
     """`count` fresh rooms of `p`, the peer in them and chatlinkd (a fresh account) joined to
     them: yields (daemon, peer, rooms); the peer leaves after."""
     rooms = rooms_of(p, count)
-    peer = Peer(p, rooms)
-    try:
+    with peer_in(p, rooms) as peer:
         d = xmpp_daemon(daemons, tmp_path, p, rooms)
         joined(d, peer, rooms)
         yield d, peer, rooms
+
+
+@contextlib.contextmanager
+def peer_in(p, rooms: list[str]):
+    """A fresh peer (a new account) in `rooms` of `p`, closed after: for a server just
+    restarted, rather than waiting for the old peer's reconnection (slixmpp backs off 1, 3,
+    7, 15 s, ...)."""
+    peer = Peer(p, rooms)
+    try:
+        yield peer
     finally:
         peer.close()
 
