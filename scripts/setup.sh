@@ -31,6 +31,9 @@ if [ "$mode" = "--test" ]; then
   # The XMPP tests' server (Tests/Fixtures/prosody.py starts private instances as user
   # prosody; its system service must not start either).
   packages+=(prosody)
+  # The XMPP compatibility tests' second server (Tests/Fixtures/ejabberd.py starts private
+  # nodes of its own; its system service must not start either).
+  packages+=(ejabberd)
 fi
 
 missing=()
@@ -43,8 +46,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   # A policy-rc.d that exits 101 keeps the packages' services (mosquitto, rabbitmq-server,
-  # prometheus, prosody) from starting: the tests run their own instances. One already in place is
-  # left alone.
+  # prometheus, prosody, ejabberd) from starting: the tests run their own instances. One
+  # already in place is left alone.
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then
@@ -57,6 +60,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -n "$made_policy" ]; then
     $sudo rm -f "$policy"
     trap - EXIT
+  fi
+  # Where systemd runs, a unit can still be started by something else than invoke-rc.d: the
+  # tests' ejabberd nodes need no system one (nor its epmd), so one found running is stopped.
+  if [ -d /run/systemd/system ] && systemctl is-active --quiet ejabberd 2>/dev/null; then
+    $sudo systemctl stop ejabberd
   fi
 fi
 

@@ -46,7 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["Mosquitto", "RabbitMQ", "BrokerError", "free_ports", "session_rabbitmq"]
+__all__ = ["Mosquitto", "RabbitMQ", "BrokerError", "free_ports", "session_rabbitmq", "beam_pid",
+           "end_erlang_node"]
 
 
 class BrokerError(RuntimeError):
@@ -167,6 +168,37 @@ def _end(pids: list[int], timeout: float, sig: int = signal.SIGTERM) -> list[int
         except ProcessLookupError:
             pass
     return killed
+
+
+def beam_pid(pids: list[int]) -> int | None:
+    """The Erlang VM (beam.smp) among `pids`."""
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip().startswith("beam"):
+                return pid
+        except OSError:
+            pass
+    return None
+
+
+def end_erlang_node(pids, wrapper: subprocess.Popen | None, timeout: float) -> list[int]:
+    """Ends an Erlang node by PID: its beam.smp with SIGTERM (a clean shutdown, up to
+    `timeout` s), then whatever else `pids()` still finds (epmd, helpers), then `wrapper`, the
+    script that started it. Returns the PIDs still left (none, normally)."""
+    beam = beam_pid(pids())
+    if beam is not None:
+        _end([beam], timeout)
+    rest = pids()
+    if rest:
+        _end(rest, 5)
+    if wrapper is not None:
+        if wrapper.poll() is None:
+            _end([wrapper.pid], 5)
+        try:
+            wrapper.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+    return pids()
 
 
 # ---------------------------------------------------------------------------- Mosquitto
@@ -466,31 +498,12 @@ log.console = false
         return pids_with_environ(f"RABBITMQ_NODENAME={self.nodename}")
 
     def beam_pid(self) -> int | None:
-        for pid in self.pids():
-            try:
-                if Path(f"/proc/{pid}/comm").read_text().strip().startswith("beam"):
-                    return pid
-            except OSError:
-                pass
-        return None
+        return beam_pid(self.pids())
 
     def stop(self, timeout: float = 30, cleanup: bool = True) -> None:
         """Ends the node by PID: beam.smp with SIGTERM (a clean shutdown), then whatever else
         of this node is left (its epmd, helpers), then the wrapper; removes its folder."""
-        beam = self.beam_pid()
-        if beam is not None:
-            _end([beam], timeout)
-        rest = self.pids()
-        if rest:
-            _end(rest, 5)
-        if self.proc is not None and self.proc.poll() is None:
-            _end([self.proc.pid], 5)
-        if self.proc is not None:
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        left = self.pids()
+        left = end_erlang_node(self.pids, self.proc, timeout)
         if left:
             raise BrokerError(f"RabbitMQ node {self.nodename} left processes behind: {left}")
         _live.discard(self)

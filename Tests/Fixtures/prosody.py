@@ -160,16 +160,19 @@ async def capture(url: str, mechanism: str, password: str = "pencil") -> list:
             await send(f"<auth xmlns='{sasl}' mechanism='PLAIN'>"
                        f"{b64(bytes([0]) + b'user' + bytes([0]) + password.encode())}</auth>")
         else:
+            # "SCRAM" is SCRAM-SHA-1; "SCRAM-SHA-256" where the server offers it (ejabberd).
+            digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha1"
+            name = "SCRAM-SHA-256" if digest == "sha256" else "SCRAM-SHA-1"
             bare = f"n=user,r={nonce}"
-            await send(f"<auth xmlns='{sasl}' mechanism='SCRAM-SHA-1'>{b64(('n,,' + bare).encode())}</auth>")
+            await send(f"<auth xmlns='{sasl}' mechanism='{name}'>{b64(('n,,' + bare).encode())}</auth>")
             first = base64.b64decode((await recv()).split(">")[1].split("<")[0]).decode()
             fields = dict(part.split("=", 1) for part in first.split(","))
-            salted = hashlib.pbkdf2_hmac("sha1", password.encode(), base64.b64decode(fields["s"]),
+            salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(fields["s"]),
                                          int(fields["i"]))
-            client_key = hmac.new(salted, b"Client Key", "sha1").digest()
+            client_key = hmac.new(salted, b"Client Key", digest).digest()
             without_proof = f"c=biws,r={fields['r']}"
-            signature = hmac.new(hashlib.sha1(client_key).digest(),
-                                 f"{bare},{first},{without_proof}".encode(), "sha1").digest()
+            signature = hmac.new(hashlib.new(digest, client_key).digest(),
+                                 f"{bare},{first},{without_proof}".encode(), digest).digest()
             proof = bytes(a ^ b for a, b in zip(client_key, signature))
             await send(f"<response xmlns='{sasl}'>{b64(f'{without_proof},p={b64(proof)}'.encode())}</response>")
         if "<failure" in await recv():

@@ -11,37 +11,6 @@ final class ProsodyTranscriptTests: XCTestCase {
       password: "pencil", transport: transport)
   }
 
-  /// Feeds the server's frames to a negotiation until it finishes: what it sent, as text,
-  /// and its final action.
-  private func replay(_ transcript: [Line], _ settings: NegotiationSettings) throws -> (
-    sent: [String], final: NegotiationAction?
-  ) {
-    var negotiation = StreamNegotiation(
-      settings: settings, clientNonce: "fyko+d2lbbFgONRv9qkxdawL", crypto: try OpenSSLSCRAM.crypto()
-    )
-    var sent: [String] = []
-    var final: NegotiationAction?
-    func perform(_ actions: [NegotiationAction]) {
-      for action in actions {
-        switch action {
-        case .send(let element): sent.append(XMLWriter.string(element))
-        case .authenticated, .resumptionRefused: break
-        default: final = action
-        }
-      }
-    }
-    perform(negotiation.start())
-    let parser = XMLFrameParser()
-    for case .server(let frame) in transcript where !negotiation.isFinished {
-      perform(negotiation.receive(try parser.parse(frame: Array(frame.utf8)).get()))
-    }
-    return (sent, final)
-  }
-
-  private func clientLines(_ transcript: [Line]) -> [String] {
-    transcript.compactMap { if case .client(let text) = $0 { text } else { nil } }
-  }
-
   func testEveryFrameProsodySentParsesAtEverySplitAndRoundTrips() throws {
     for frame in ProsodyTranscripts.serverFrames {
       let bytes = Array(frame.utf8)

@@ -71,7 +71,7 @@ final class XMLFrameParserTests: XCTestCase {
   }
 
   func testEverySplitPointGivesTheSameEvent() {
-    for frame in ProsodyFrames.all {
+    for frame in ProsodyFrames.all + EjabberdTranscripts.serverFrames {
       let bytes = Array(frame.utf8)
       let whole = XMLFrameParser().parse(frame: bytes)
       XCTAssertNoThrow(try whole.get(), frame)

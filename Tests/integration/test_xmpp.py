@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import itertools
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
-import slixmpp
 
 from broker_checks import attempts, first_in_order
-from conftest import BIN, REPO, Daemon, finish_daemons, wait_until
+from conftest import BIN, REPO, Daemon, wait_until
+from xmpp_peer import (Peer, bodies, daemons, joined, private_server, rooms_of,  # noqa: F401 (daemons: a fixture)
+                       xmpp_daemon)
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
 import prosody as prosody_fixture  # noqa: E402
@@ -35,192 +33,10 @@ import prosody as prosody_fixture  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
-_users = itertools.count(1)
-
 
 @pytest.fixture(scope="module")
 def prosody():
-    # Under /tmp itself: Prosody runs as its own user, which pytest's 0700 folders keep out.
-    directory = tempfile.mkdtemp(prefix="clit-prosody-", dir="/tmp")
-    p = prosody_fixture.Prosody.start(directory)
-    yield p
-    p.stop()
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------- the peer
-
-
-class Peer:
-    """slixmpp over c2s on its own thread and asyncio loop: joins rooms, posts, keeps what the
-    rooms send it (groupchat: room, nick, body, id)."""
-
-    def __init__(self, p: prosody_fixture.Prosody, rooms: list[str]):
-        self.user = f"peer{next(_users)}"
-        p.register(self.user, "peer-pass")
-        self.lock = threading.Condition()
-        self.received: list[dict] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.client = self._call(self._make(p, rooms))
-
-    async def _make(self, p, rooms):
-        client = slixmpp.ClientXMPP(f"{self.user}@{p.domain}", "peer-pass")
-        # Loopback c2s without TLS: the test's Prosody offers SCRAM-SHA-1 there.
-        client.enable_direct_tls = False
-        client.enable_starttls = False
-        client.enable_plaintext = True
-        client.plugin["feature_mechanisms"].unencrypted_scram = True
-        client.register_plugin("xep_0045")
-        client.register_plugin("xep_0199")
-        client.register_plugin("xep_0313")
-        started = asyncio.Event()
-        self.closing = False
-
-        def disconnected(_):
-            # A restarted server: connect again (session_start joins the rooms again).
-            if not self.closing:
-                self.loop.call_later(0.5, client.connect, "127.0.0.1", p.c2s_port)
-
-        async def session_start(_):
-            client.send_presence()
-            for room in rooms:
-                await client.plugin["xep_0045"].join_muc_wait(room, self.user, maxstanzas=0)
-            started.set()
-
-        def groupchat(msg):
-            with self.lock:
-                self.received.append({"room": str(msg["from"].bare), "nick": msg["mucnick"],
-                                      "body": msg["body"], "id": msg["id"]})
-                self.lock.notify_all()
-
-        def chat(msg):
-            if msg["type"] != "chat":
-                return
-            with self.lock:
-                self.received.append({"room": None, "from": str(msg["from"]), "nick": None,
-                                      "body": msg["body"], "id": msg["id"]})
-                self.lock.notify_all()
-
-        client.add_event_handler("session_start", session_start)
-        client.add_event_handler("groupchat_message", groupchat)
-        client.add_event_handler("message", chat)
-        client.add_event_handler("disconnected", disconnected)
-        client.connect("127.0.0.1", p.c2s_port)
-        await asyncio.wait_for(started.wait(), 20)
-        return client
-
-    def _call(self, coroutine, timeout: float = 30):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def occupants(self, room: str) -> list[str]:
-        async def roster():
-            return list(self.client.plugin["xep_0045"].get_roster(room) or [])
-        return self._call(roster())
-
-    def post(self, messages: list[tuple[str, str]]) -> None:
-        """Posts (room, body) pairs as groupchat, in order, and waits until the rooms reflected
-        the last of each room back (so the server has them all)."""
-        async def post():
-            for room, body in messages:
-                self.client.send_message(mto=room, mbody=body, mtype="groupchat")
-                await asyncio.sleep(0)
-        self._call(post(), timeout=120)
-        lasts = {room: body for room, body in messages}
-        self.wait_for(lambda m: (m["room"], m["body"]) in lasts.items() and m["nick"] == self.user,
-                      count=len(lasts), timeout=60)
-
-    def chat(self, to: str, body: str) -> None:
-        async def send():
-            self.client.send_message(mto=to, mbody=body, mtype="chat")
-        self._call(send())
-
-    def wait_for(self, predicate, count: int = 1, timeout: float = 20) -> list[dict]:
-        with self.lock:
-            if not self.lock.wait_for(lambda: len([m for m in self.received if predicate(m)]) >= count,
-                                      timeout):
-                pytest.fail(f"the peer did not receive {count} matching message(s); "
-                            f"last received: {self.received[-3:]}")
-            return [m for m in self.received if predicate(m)]
-
-    def archive(self, room: str) -> list[str]:
-        """The bodies the room's archive holds, oldest first."""
-        async def read():
-            bodies = []
-            async for message in self.client.plugin["xep_0313"].iterate(jid=room, rsm={"max": 50}):
-                bodies.append(message["mam_result"]["forwarded"]["stanza"]["body"])
-            return bodies
-        return self._call(read(), timeout=60)
-
-    def account_archive(self) -> list[str]:
-        """The bodies of the chats the peer's own archive holds (its sends included)."""
-        async def read():
-            bodies = []
-            async for message in self.client.plugin["xep_0313"].iterate(rsm={"max": 50}):
-                bodies.append(message["mam_result"]["forwarded"]["stanza"]["body"])
-            return bodies
-        return self._call(read(), timeout=60)
-
-    def close(self) -> None:
-        self.closing = True
-        try:
-            self._call(self._disconnect(), timeout=10)
-        except Exception:  # noqa: BLE001 (a dead connection is closed already)
-            pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-    async def _disconnect(self):
-        self.client.disconnect()
-        await asyncio.sleep(0.2)
-        # Every task finished, so none is cancelled later on a stopped loop (slixmpp's __del__).
-        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-
-
-# ---------------------------------------------------------------------------- the daemon
-
-
-@pytest.fixture
-def daemons(tmp_path):
-    made: list[Daemon] = []
-    yield made
-    finish_daemons(made)
-
-
-def xmpp_daemon(daemons, tmp_path, p, rooms, password: str | None = None, overrides=None,
-                start: bool = True, url: str | None = None) -> Daemon:
-    """chatlinkd with Protocol=xmpp as a fresh account of `p`: the token file holds its
-    password (or `password` is registered instead, to test a wrong one)."""
-    user = f"bot{next(_users)}"
-    sections = {"Backend": {"Protocol": "xmpp", "Rooms": ",".join(rooms)},
-                "XMPP": {"JID": f"{user}@{p.domain}"}}
-    for section, keys in (overrides or {}).items():
-        sections.setdefault(section, {}).update(keys)
-    d = Daemon(tmp_path / f"{user}", url or p.ws_url, sections)
-    daemons.append(d)
-    d.user = user
-    p.register(user, password or d.token)
-    if start:
-        d.start()
-    return d
-
-
-def rooms_of(p, count: int) -> list[str]:
-    n = next(_users)
-    return [f"room{n}-{i}@{p.muc}" for i in range(count)]
-
-
-def joined(d: Daemon, peer: Peer, rooms: list[str], timeout: float = 20) -> None:
-    d.wait_state("open", timeout=timeout)
-    for room in rooms:
-        wait_until(lambda: d.user in peer.occupants(room), timeout,
-                   message=f"{d.user} in {room} as the peer sees it")
-    wait_until(lambda: "joining" not in (d.status().get("session_note") or ""), timeout,
-               message="every join confirmed")
+    yield from private_server(prosody_fixture.Prosody.start, "prosody")
 
 
 # ---------------------------------------------------------------------------- inbound
@@ -500,11 +316,6 @@ def test_kill_9_during_a_flood_loses_nothing_and_stores_nothing_twice(daemons, t
         peer.close()
 
 
-def bodies(d: Daemon, prefix: str) -> list[str]:
-    return [r["data"]["body"] for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
-            and r["data"].get("body", "").startswith(prefix)]
-
-
 # ---------------------------------------------------------------------------- sends
 
 
@@ -576,7 +387,7 @@ def test_chats_sent_while_chatlinkd_is_stopped_are_caught_up_from_the_account_ar
         for body in away:
             peer.chat(bot, body)
         # The server has them all once it answers a round trip after them.
-        assert len(peer.account_archive()) >= len(away) + 1
+        assert len(peer.archive()) >= len(away) + 1
         d.start()
         wait_until(lambda: len(bodies(d, "chat-away-")) >= len(away), 30, message="the chats caught up")
         records = [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
