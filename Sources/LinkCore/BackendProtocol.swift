@@ -202,6 +202,10 @@ public struct ProtocolReading: Sendable {
     /// The backend broke the dialect's rules (a malformed packet): the connection ends and is
     /// retried with the usual backoff.
     case broken(String)
+    /// The backend ended the session on purpose, saying why (XMPP's stream errors: a server
+    /// shutting down, our resource taken over): the connection ends and is retried with the
+    /// usual backoff, and nothing is blamed on the protocol.
+    case ended(String)
     /// The backend ended the session and sent us to another URL (XMPP's see-other-uri, RFC
     /// 7395 §3.6.1): the next connection goes there, if the core accepts it.
     case movedTo(String)

@@ -15,6 +15,7 @@ extension ConnectionOutcome {
     case .sessionRefused: "session_refused"
     case .closedEarly: "closed_early"
     case .protocolViolation: "protocol_violation"
+    case .sessionEnded: "session_ended"
     case .redirected: "redirected"
     case .cancelled: "cancelled"
     }

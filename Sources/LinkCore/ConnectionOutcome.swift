@@ -33,6 +33,8 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
   /// The backend broke its protocol's rules (a malformed packet): nothing after it can be
   /// trusted, so the connection ended.
   case protocolViolation(String)
+  /// The backend ended its session on purpose, with its reason.
+  case sessionEnded(String)
   /// The backend sent us to another URL, where the next connection goes at once.
   case redirected(WebSocketURL)
   /// We gave the attempt up ourselves (a reconnect or stop request).
@@ -53,6 +55,7 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
         + (after < .milliseconds(100) ? "as soon as" : "\(after.secondsText) s after")
         + " the session opened: \(info)"
     case .protocolViolation(let reason): "the backend broke its protocol: \(reason)"
+    case .sessionEnded(let reason): "the backend ended the session: \(reason)"
     case .redirected(let url): "the backend moved the session to \(url)"
     case .cancelled: "cancelled"
     }

@@ -52,7 +52,10 @@ extension LinkCore {
   mutating func durable(through seq: UInt64, _ actions: inout [LinkAction]) {
     if tracksReceipts { receiptsDurable(through: seq, &actions) }
     let wasEmpty = acknowledgements.isEmpty
-    let frames = acknowledgements.release(through: seq)
+    var frames = acknowledgements.release(through: seq)
+    // Once our close frame is out nothing else may follow it (RFC 6455 §5.5.1): the backend
+    // redelivers what it did not see acknowledged, and the store drops it by id or seq.
+    if phase == .closing { frames = [] }
     if cumulativeAcknowledgements {
       if let last = frames.last { actions.append(.send(last)) }
     } else {
@@ -134,6 +137,10 @@ extension LinkCore {
       guard current == .settingUp || current == .ready else { break }
       close(because: .protocolViolation(reason))
       actions.append(.close(.protocolError, reason: "protocol error"))
+    case .ended(let reason)?:
+      guard current == .settingUp || current == .ready else { break }
+      close(because: .sessionEnded(reason))
+      actions.append(.close(.normalClosure, reason: "session ended"))
     case .movedTo(let uri)?:
       guard current == .settingUp || current == .ready else { break }
       switch follow(uri) {

@@ -64,7 +64,7 @@ public enum ReconnectPolicy {
     case .handshakeFailed(let error):
       return Rule(delay: .backoff, problem: "handshake failed: \(error)")
     case .certificateRejected, .resolutionFailed, .tlsFailed, .connectionFailed, .timedOut,
-      .protocolViolation, .closedEarly:
+      .protocolViolation, .closedEarly, .sessionEnded:
       return Rule(delay: .backoff, problem: outcome.description)
     case .closed(let info):
       return closeRule(info)

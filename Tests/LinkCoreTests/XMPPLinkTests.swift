@@ -60,6 +60,15 @@ final class XMPPLinkTests: XCTestCase {
       ["send <a xmlns='urn:xmpp:sm:3' h='3'/>", "durability not awaited"])
   }
 
+  func testAcknowledgementsThatBecomeDurableAfterOurCloseAreNotSentAfterIt() {
+    var link = ready()
+    link.on(.message(.xml(S.groupchat("one", id: "m-1", stanzaID: "s-1"))))
+    link.on(.stored(seq: 1))
+    XCTAssertTrue(
+      link.on(.stop).contains("send <close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>"))
+    XCTAssertEqual(link.on(.durable(through: 1)), ["durability not awaited"])
+  }
+
   func testTheAnswerToTheServersRequestWaitsBehindRecordsNotYetDurable() {
     var link = ready()
     link.on(.message(.xml(S.groupchat("one"))))

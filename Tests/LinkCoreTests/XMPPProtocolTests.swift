@@ -146,14 +146,34 @@ final class XMPPProtocolTests: XCTestCase {
       reading.session, .broken("the XMPP server sent an XML frame over the 64-byte limit"))
   }
 
-  func testAStreamErrorBreaksTheSessionWithItsCondition() {
+  func testAStreamErrorEndsTheSessionWithItsConditionAndBlamesNoProtocol() {
     var dialect = ready()
     let reading = dialect.read(
       .xml(
         "<stream:error xmlns:stream='http://etherx.jabber.org/streams'><system-shutdown "
           + "xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>"))
     XCTAssertEqual(
-      reading.session, .broken("stream error from the XMPP server: system-shutdown"))
+      reading.session, .ended("stream error from the XMPP server: system-shutdown"))
+    var link = Harness(rooms: [], backend: S.dialect())
+    link.on(.start)
+    link.on(.upgraded(handshake(subprotocol: "xmpp")))
+    for frame in S.negotiation() { link.on(.message(.xml(frame))) }
+    XCTAssertEqual(
+      link.on(
+        .message(
+          .xml(
+            "<stream:error xmlns:stream='http://etherx.jabber.org/streams'><conflict "
+              + "xmlns='urn:ietf:params:xml:ns:xmpp-streams'/><text xmlns='urn:ietf:params:xml:ns:"
+              + "xmpp-streams'>Replaced by new connection</text></stream:error>"))),
+      ["close 1000 session ended"])
+    let ended = link.on(.ended(closed(.normalClosure)))
+    XCTAssertTrue(
+      ended.contains {
+        $0.contains(
+          "the backend ended the session: stream error from the XMPP server: conflict "
+            + "(Replaced by new connection)")
+      }, "\(ended)")
+    XCTAssertEqual(link.core.counters.endings["session_ended"], 1)
   }
 
   func testStanzasRoutedToTheBoundResourceBeforeEnabledAreTheSessionsNotAFault() {

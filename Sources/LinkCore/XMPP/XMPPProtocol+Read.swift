@@ -136,7 +136,8 @@ extension XMPPProtocol {
           $0.namespace == XMPPNamespace.streamErrors && $0.name != "text"
         }?.name ?? "undefined-condition"
       let text = element.child("text", namespace: XMPPNamespace.streamErrors)?.text
-      reading.session = .broken(
+      // The server ends the stream on purpose (RFC 6120 §4.9): its condition says why.
+      reading.session = .ended(
         "stream error from the XMPP server: \(condition)" + (text.map { " (\($0))" } ?? ""))
     default:
       reading.problem =
