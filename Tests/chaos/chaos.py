@@ -3,7 +3,7 @@
 Environment:
     CHAOS_QUICK=1           everything scaled down (about 6 minutes)
     CHAOS_SOAK_SECONDS=N    the soak's length (default 1200; 60 with CHAOS_QUICK)
-    CHAOS_ONLY=a,b          only these scenarios (network backend crash disk abuse soak security ids)
+    CHAOS_ONLY=a,b          only these scenarios (network backend crash disk abuse soak security ids xmpp)
     CHAOS_SEED=N            the random seed (printed; rerun with it to repeat a run's choices)
     CHAOS_RUN_DIR           where daemons keep their files (set by run.sh)
 """
@@ -36,6 +36,7 @@ SCENARIOS = [
     ("soak", "scen_soak", "6. soak with a flapping backend"),
     ("security", "scen_security", "7. security (token, access, file modes, TLS)"),
     ("ids", "scen_ids", "8. kill -9 with envelope ids and catch-up (history backend)"),
+    ("xmpp", "scen_xmpp", "9. kill -9 during an XMPP flood (Prosody, archive catch-up)"),
 ]
 
 

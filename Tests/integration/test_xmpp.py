@@ -2,7 +2,7 @@
 (XMPP over WebSocket for chatlinkd; one per module), with slixmpp over c2s TCP as the
 independent peer in the rooms.
 
-- Inbound: chatlinkd joins two MUC rooms; 1,000 groupchat messages the peer posts are each
+- Inbound: chatlinkd joins two MUC rooms; 10,000 groupchat messages the peer posts are each
   stored once, in order per room, with the room's stanza-id as the record's id.
 - Sends: `chatlinkctl send --room ROOM TEXT` reaches the peer in the room, and is confirmed by
   the room's reflection of its id.
@@ -42,13 +42,13 @@ def prosody():
 # ---------------------------------------------------------------------------- inbound
 
 
-def test_a_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_order(daemons, tmp_path, prosody):
+def test_ten_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_order(daemons, tmp_path, prosody):
     rooms = rooms_of(prosody, 2)
     peer = Peer(prosody, rooms)
     try:
         d = xmpp_daemon(daemons, tmp_path, prosody, rooms)
         joined(d, peer, rooms)
-        sent = [(rooms[i % 2], f"flood-{i}") for i in range(1000)]
+        sent = [(rooms[i % 2], f"flood-{i}") for i in range(10_000)]
         t0 = time.monotonic()
         peer.post(sent)
 
@@ -56,7 +56,7 @@ def test_a_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_orde
             return [r for r in d.records() if r["dir"] == "in" and isinstance(r["data"], dict)
                     and r["data"].get("body", "").startswith("flood-")]
         wait_until(lambda: len({r["data"]["body"] for r in mine()}) >= len(sent), 60,
-                   message="all 1,000 stored")
+                   message="all 10,000 stored")
         elapsed = time.monotonic() - t0
         records = mine()
         bodies = [r["data"]["body"] for r in records]
