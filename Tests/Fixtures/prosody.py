@@ -131,6 +131,20 @@ class Prosody:
                         str(self.config), "register", user, self.domain, password],
                        check=True, capture_output=True)
 
+    @classmethod
+    def slixmpp_client(cls, user: str, password: str, plugins=()):
+        """A slixmpp client (c2s over TCP) for user@domain: loopback c2s without TLS, where this
+        Prosody offers SCRAM-SHA-1; connect it with `client.connect("127.0.0.1", p.c2s_port)`."""
+        import slixmpp
+        client = slixmpp.ClientXMPP(f"{user}@{cls.domain}", password)
+        client.enable_direct_tls = False
+        client.enable_starttls = False
+        client.enable_plaintext = True
+        client.plugin["feature_mechanisms"].unencrypted_scram = True
+        for plugin in plugins:
+            client.register_plugin(plugin)
+        return client
+
     def stop(self) -> None:
         """Ends the server by its PID (the pid file's: runuser forks it)."""
         pid = self.pid

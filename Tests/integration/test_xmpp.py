@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-import slixmpp
 
 from broker_checks import attempts, first_in_order
 from conftest import BIN, REPO, Daemon, finish_daemons, wait_until
@@ -64,15 +63,7 @@ class Peer:
         self.client = self._call(self._make(p, rooms))
 
     async def _make(self, p, rooms):
-        client = slixmpp.ClientXMPP(f"{self.user}@{p.domain}", "peer-pass")
-        # Loopback c2s without TLS: the test's Prosody offers SCRAM-SHA-1 there.
-        client.enable_direct_tls = False
-        client.enable_starttls = False
-        client.enable_plaintext = True
-        client.plugin["feature_mechanisms"].unencrypted_scram = True
-        client.register_plugin("xep_0045")
-        client.register_plugin("xep_0199")
-        client.register_plugin("xep_0313")
+        client = p.slixmpp_client(self.user, "peer-pass", ["xep_0045", "xep_0199", "xep_0313"])
         started = asyncio.Event()
         self.closing = False
 

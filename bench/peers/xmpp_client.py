@@ -17,8 +17,10 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 
-import slixmpp
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Tests" / "Fixtures"))
+from prosody import Prosody  # noqa: E402  (its slixmpp_client: the tests' peer is set up the same way)
 
 
 def stamp(what: str) -> None:
@@ -28,14 +30,7 @@ def stamp(what: str) -> None:
 async def main(mode: str, port: str, user: str, password: str, room: str, n: str, out_path: str) -> None:
     n = int(n)
     out = open(out_path, "w", buffering=1, encoding="utf-8")
-    client = slixmpp.ClientXMPP(f"{user}@localhost", password)
-    client.enable_direct_tls = False
-    client.enable_starttls = False
-    client.enable_plaintext = True
-    client.plugin["feature_mechanisms"].unencrypted_scram = True
-    client.register_plugin("xep_0045")
-    client.register_plugin("xep_0313")
-    client.register_plugin("xep_0359")
+    client = Prosody.slixmpp_client(user, password, ["xep_0045", "xep_0313", "xep_0359"])
     finished = asyncio.Event()
     count = 0
 
