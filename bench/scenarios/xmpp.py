@@ -108,6 +108,7 @@ def flood(rep: int, n: int, lines_file: Path) -> tuple[dict[str, Trial], dict[st
                            PASSWORD, room, lines_file, "chatlinkd"])
         published = Lines(publisher)
         cpu0 = {s: cpu_seconds(p.pid) for s, p in procs.items()}
+        publisher_cpu0 = cpu_seconds(publisher.pid)
         server_cpu0, runnable0 = cpu_seconds(server.pid), runnable(server.pid)
         poller = DurablePoller(client, interval=0.002, target=n)
         start = published.expect(lambda l: float(l.split()[1]) if l.startswith("start ") else None, 60, "start")
@@ -122,11 +123,13 @@ def flood(rep: int, n: int, lines_file: Path) -> tuple[dict[str, Trial], dict[st
         last = max(done.values())
         server_cpu = cpu_seconds(server.pid) - server_cpu0
         server_busy = (runnable(server.pid) - runnable0) / (last - start)
-        load = meter.stop(extra=server_cpu)
+        cpu = {s: cpu_seconds(p.pid) - cpu0[s] for s, p in procs.items()}
+        # Ours, not others': the server, the subjects and the publisher, all still running.
+        load = meter.stop(extra=server_cpu + sum(cpu.values()) + cpu_seconds(publisher.pid) - publisher_cpu0)
         for subject, proc in procs.items():
             seconds = done[subject] - start
             live[subject] = Trial(subject, {
-                "seconds": seconds, "rate": n / seconds, "cpu": cpu_seconds(proc.pid) - cpu0[subject],
+                "seconds": seconds, "rate": n / seconds, "cpu": cpu[subject],
                 "hwm": hwm_mb(proc.pid), "server_cpu": server_cpu, "server_share": server_cpu / (last - start),
                 "server_busy": server_busy, "status": status, "tail": ""}, load.others_percent)
             stop(proc)
