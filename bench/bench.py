@@ -67,6 +67,10 @@ def describe() -> list[str]:
     brokers_text = (f"paho-mqtt {brokers_text[0]}, stomp.py {brokers_text[1]}" if len(brokers_text) == 2
                     else "paho-mqtt/stomp.py not installed")
     brokers_text += f"; Mosquitto {mosquitto_version()}, RabbitMQ {rabbitmq_version()}"
+    prosody = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "prosody"], capture_output=True, text=True).stdout
+    slixmpp = subprocess.run([PYTHON, "-c", "import slixmpp; print(slixmpp.__version__)"], capture_output=True,
+                             text=True).stdout.strip()
+    brokers_text += f"; Prosody {prosody.split('-')[0] or '?'}, slixmpp {slixmpp or '?'}"
     return [
         f"commit {commit}{' with uncommitted changes under Sources/' if dirty else ''}; "
         f"{NCPU} × {model}; Linux {platform.release()}",
