@@ -6,7 +6,7 @@ Environment:
     BENCH_QUICK=1          about 10x smaller N everywhere (a smoke run of a minute or two)
     BENCH_REPS=3           interleaved repetitions per measurement (medians are reported)
     BENCH_ONLY=a,b         run only these scenarios: inbound, latency, outbound, store, idle, socketio,
-                           mqtt, stomp, scale, dedupe
+                           mqtt, stomp, scale, dedupe, xmpp
     BENCH_MQTT_INFLIGHT=20 Mosquitto's max_inflight_messages in the mqtt scenario (its default)
     BENCH_IDLE_SECONDS=60  length of one idle window
     BENCH_CALLGRIND=0      dedupe: skip the instructions a message (callgrind, a few minutes)
@@ -14,7 +14,7 @@ Environment:
 
 Each scenario is a module of bench/scenarios, one kind of trial each (inbound flood, latency,
 outbound, big store, idle, Socket.IO, the MQTT and STOMP brokers, scale, the dedupe window's
-cost); this driver runs them in order. Every scenario prints a Markdown table with the median of
+cost, XMPP through Prosody); this driver runs them in order. Every scenario prints a Markdown table with the median of
 the repetitions, the ratio to each peer measured in the same run, the issue's target with ✓/✗,
 and the machine load while it ran. The report goes to stdout and to .cache/bench/results-<date>.md.
 """
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import brokers  # noqa: E402
 from harness import CACHE, CHATLINKCTL, CHATLINKD, DEVSERVER, GOPEER, NCPU, PYTHON, REPO, LoadMeter, stop_all  # noqa: E402
 from report import Report  # noqa: E402
-from scenarios import dedupe, idle, inbound, latency, mqtt, outbound, scale, socketio, stomp, store  # noqa: E402
+from scenarios import dedupe, idle, inbound, latency, mqtt, outbound, scale, socketio, stomp, store, xmpp  # noqa: E402
 from scenarios.broker_drain import BROKER_PACKAGES, mosquitto_version, rabbitmq_version  # noqa: E402
 from scenarios.settings import QUICK, REPS, RUN  # noqa: E402
 from scenarios.socketio import SIO_PACKAGES  # noqa: E402
@@ -40,7 +40,8 @@ from scenarios.socketio import SIO_PACKAGES  # noqa: E402
 ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
 SCENARIOS = [("inbound", inbound.run), ("latency", latency.run), ("outbound", outbound.run),
              ("store", store.run), ("idle", idle.run), ("socketio", socketio.run),
-             ("mqtt", mqtt.run), ("stomp", stomp.run), ("scale", scale.run), ("dedupe", dedupe.run)]
+             ("mqtt", mqtt.run), ("stomp", stomp.run), ("scale", scale.run), ("dedupe", dedupe.run),
+             ("xmpp", xmpp.run)]
 
 
 def describe() -> list[str]:
@@ -66,6 +67,10 @@ def describe() -> list[str]:
     brokers_text = (f"paho-mqtt {brokers_text[0]}, stomp.py {brokers_text[1]}" if len(brokers_text) == 2
                     else "paho-mqtt/stomp.py not installed")
     brokers_text += f"; Mosquitto {mosquitto_version()}, RabbitMQ {rabbitmq_version()}"
+    prosody = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "prosody"], capture_output=True, text=True).stdout
+    slixmpp = subprocess.run([PYTHON, "-c", "import slixmpp; print(slixmpp.__version__)"], capture_output=True,
+                             text=True).stdout.strip()
+    brokers_text += f"; Prosody {prosody.split('-')[0] or '?'}, slixmpp {slixmpp or '?'}"
     return [
         f"commit {commit}{' with uncommitted changes under Sources/' if dirty else ''}; "
         f"{NCPU} × {model}; Linux {platform.release()}",

@@ -4,9 +4,13 @@
 #   bench/run.sh                  the full run (about 15 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh    N ÷ 10 everywhere, a smoke run of about 3 minutes
 #   BENCH_ONLY=inbound,latency    only some scenarios (inbound latency outbound store idle socketio
-#                                 mqtt stomp scale dedupe)
+#                                 mqtt stomp scale dedupe xmpp)
 #   BENCH_REPS=5                  more interleaved repetitions (default 3)
 #   BENCH_PROFILE=1               afterwards, profile chatlinkd during a flood (bench/profile.sh)
+#
+# xmpp (issue 34) runs private Prosody instances (Tests/Fixtures/prosody.py: Debian's prosody, from
+# scripts/setup.sh --test, with slixmpp from Tests/requirements.txt), their MUC archives in SQLite
+# (lua-dbi-sqlite3, installed below when missing).
 #
 # Builds chatlinkd, chatlinkctl and chatlink-devserver as the package ships them
 # (scripts/build-release.sh, in .cache/bench/build, apart from the normal .build), and the Go peer on
@@ -45,6 +49,18 @@ if [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/sbin/rabbitmq-server ]; then
   fi
   $sudo apt-get install -y --no-install-recommends mosquitto rabbitmq-server >&2 ||
     echo "bench: could not install them; the mqtt and stomp scenarios will fail" >&2
+  [ "$made_policy" = 0 ] || $sudo rm -f "$policy"
+fi
+
+# The xmpp scenario's server: Prosody, and its SQLite driver for the rooms' archives.
+if [ ! -x /usr/bin/prosody ] || ! dpkg-query -W -f '${Status}' lua-dbi-sqlite3 2>/dev/null | grep -q "ok installed"; then
+  echo "bench: installing Prosody and lua-dbi-sqlite3 (the xmpp scenario)" >&2
+  policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && made_policy=1
+  fi
+  $sudo apt-get install -y --no-install-recommends prosody lua-dbi-sqlite3 >&2 ||
+    echo "bench: could not install them; the xmpp scenario will fail" >&2
   [ "$made_policy" = 0 ] || $sudo rm -f "$policy"
 fi
 

@@ -53,10 +53,12 @@ c2s_require_encryption = false
 authentication = "internal_hashed"
 storage = "internal"
 VirtualHost "{domain}"
+{extra}
 Component "{muc}" "muc"
   modules_enabled = {{ "muc_mam" }}
   muc_room_locking = false
   muc_room_default_persistent = true
+{muc_extra}
 """
 
 
@@ -81,12 +83,23 @@ class Prosody:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.http_port}/xmpp-websocket"
 
+    @property
+    def pid(self) -> int | None:
+        """The server's own PID (the pid file's: runuser forks it), for /proc readings."""
+        try:
+            return int((self.dir / "prosody.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
     @classmethod
-    def start(cls, directory: str | Path) -> "Prosody":
+    def start(cls, directory: str | Path, extra: str = "", muc_extra: str = "") -> "Prosody":
+        """`extra`: more Lua config lines for the host, `muc_extra` for the MUC component (the
+        benchmark's archive limits, say)."""
         p = cls(Path(directory))
         (p.dir / "data").mkdir(parents=True, exist_ok=True)
         p.config.write_text(CONFIG.format(dir=p.dir, c2s=p.c2s_port, http=p.http_port,
-                                          domain=cls.domain, muc=cls.muc))
+                                          domain=cls.domain, muc=cls.muc, extra=extra,
+                                          muc_extra=muc_extra))
         p._launch()
         return p
 
@@ -118,13 +131,18 @@ class Prosody:
                         str(self.config), "register", user, self.domain, password],
                        check=True, capture_output=True)
 
+    @classmethod
+    def slixmpp_client(cls, user: str, password: str, plugins=()):
+        """`slixmpp_client` for user@domain of this server."""
+        return slixmpp_client(f"{user}@{cls.domain}", password, plugins)
+
     def stop(self) -> None:
         """Ends the server by its PID (the pid file's: runuser forks it)."""
-        pid_file = self.dir / "prosody.pid"
-        if pid_file.exists():
+        pid = self.pid
+        if pid is not None:
             try:
-                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
-            except (ValueError, ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
                 pass
         if self.process is not None:
             try:
@@ -205,3 +223,18 @@ if __name__ == "__main__":
             print()
         finally:
             server.stop()
+
+
+def slixmpp_client(jid: str, password: str, plugins=()):
+    """A slixmpp client (c2s over TCP) for `jid` on a test server (Prosody's or ejabberd's):
+    loopback c2s without TLS, where they offer SCRAM; connect it with
+    `client.connect("127.0.0.1", server.c2s_port)`."""
+    import slixmpp
+    client = slixmpp.ClientXMPP(jid, password)
+    client.enable_direct_tls = False
+    client.enable_starttls = False
+    client.enable_plaintext = True
+    client.plugin["feature_mechanisms"].unencrypted_scram = True
+    for plugin in plugins:
+        client.register_plugin(plugin)
+    return client

@@ -13,15 +13,18 @@ import asyncio
 import contextlib
 import itertools
 import shutil
+import sys
 import tempfile
 import threading
 import time
 
 import pytest
-import slixmpp
 
 from broker_checks import first_in_order
-from conftest import Daemon, finish_daemons, wait_until
+from conftest import REPO, Daemon, finish_daemons, wait_until
+
+sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
+from prosody import slixmpp_client  # noqa: E402  (the tests' servers are all set up alike)
 
 _users = itertools.count(1)
 
@@ -44,15 +47,8 @@ class Peer:
         self.client = self._call(self._make(p, rooms))
 
     async def _make(self, p, rooms):
-        client = slixmpp.ClientXMPP(f"{self.user}@{p.domain}", "peer-pass")
-        # Loopback c2s without TLS: the test servers offer SCRAM there.
-        client.enable_direct_tls = False
-        client.enable_starttls = False
-        client.enable_plaintext = True
-        client.plugin["feature_mechanisms"].unencrypted_scram = True
-        client.register_plugin("xep_0045")
-        client.register_plugin("xep_0199")
-        client.register_plugin("xep_0313")
+        client = slixmpp_client(f"{self.user}@{p.domain}", "peer-pass",
+                                ["xep_0045", "xep_0199", "xep_0313"])
         started = asyncio.Event()
         self.closing = False
 

@@ -57,13 +57,14 @@ def subscribe_packet(topic_filter: str) -> bytes:
     return packet(0x82, struct.pack("!H", 65000) + b"\x00" + utf8(topic_filter) + b"\x01")
 
 
-def websocket(host: str, port: int, path: str) -> socket.socket:
+def websocket(host: str, port: int, path: str, protocol: str = "mqtt") -> socket.socket:
+    """A raw WebSocket client connection (no extensions) with this subprotocol."""
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                  f"Sec-WebSocket-Protocol: mqtt\r\n\r\n").encode())
+                  f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
     head = b""
     while b"\r\n\r\n" not in head:
         data = sock.recv(1)  # byte by byte: what follows the response is the broker's
