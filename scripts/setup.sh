@@ -30,7 +30,8 @@ if [ "$mode" = "--test" ]; then
   packages+=(prometheus)
   # The XMPP tests' server (Tests/Fixtures/prosody.py starts private instances as user
   # prosody; its system service must not start either).
-  packages+=(prosody)
+  # lua-dbi-sqlite3: the rooms' archive in SQLite for floods (make chaos's xmpp scenario, make bench).
+  packages+=(prosody lua-dbi-sqlite3)
   # The XMPP compatibility tests' second server (Tests/Fixtures/ejabberd.py starts private
   # nodes of its own; its system service must not start either).
   packages+=(ejabberd)

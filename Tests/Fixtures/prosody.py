@@ -68,6 +68,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# A MUC archive for floods (`Prosody.start(dir, muc_extra=SQL_ARCHIVE)`, needs lua-dbi-sqlite3):
+# the default file store reads a room's whole archive for every message and every query (a
+# flood or a catch-up of N costs it O(N²)); in SQLite with no item limit below the flood and no
+# total count in each answer (no client here uses it), Prosody keeps up.
+SQL_ARCHIVE = """\
+  storage = { muc_log = "sql" }
+  sql = { driver = "SQLite3", database = "muc.sqlite" }
+  storage_archive_item_limit = 10000000
+  muc_log_include_total = false
+"""
+
+
 class Prosody:
     domain = "localhost"
     muc = "conference.localhost"

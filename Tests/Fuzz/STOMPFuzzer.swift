@@ -134,7 +134,7 @@ struct Session {
     }
     let reading = adapter.read(message)
     switch reading.session {
-    case .broken?, .refused?: ended = true
+    case .broken?, .refused?, .ended?, .movedTo?: ended = true
     case .ready?, nil: require(!refused, "a stream the decoder refused did not end the session")
     }
     var records: [InboundMessage] = []

@@ -318,7 +318,8 @@ struct DialectCheck {
       let parsed = XMLFrameParser().parse(frame: reply.bytes)
       require((try? parsed.get()) != nil, "a reply that does not parse: \(hex(reply.bytes))")
     }
-    if case .broken? = reading.session {
+    // Broken, ended or moved: the connection ends, and the next frames go to a new one.
+    if let session = reading.session, session != .ready {
       dialect = Self.ready()
       lastCount = 0
     }

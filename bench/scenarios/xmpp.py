@@ -19,7 +19,7 @@ from scenarios.settings import BLOBS, MESSAGE_SIZE, REPS, SCALE
 from scenarios.steps import fresh, interleaved, settle_disk
 
 sys.path.insert(0, str(REPO / "Tests" / "Fixtures"))
-from prosody import Prosody  # noqa: E402
+from prosody import SQL_ARCHIVE, Prosody  # noqa: E402
 
 XMPP_N = 100_000 // SCALE
 SUBJECTS = ["chatlinkd", "slixmpp", "drain"]
@@ -28,16 +28,9 @@ LABELS = {
     "slixmpp": "slixmpp (c2s over TCP, lines written, no fsync)",
     "drain": "drain-only baseline (raw XMPP over WebSocket, stream management acks, stores nothing)",
 }
-# The room's archive in SQLite (lua-dbi-sqlite3) on tmpfs: Prosody's default file store reads a
-# room's whole archive for every query (a catch-up of N in pages of 50 would cost it O(N²)), and
-# SQLite's fsyncs on tmpfs cost nothing: Prosody's own durability is not what is measured. No
-# item limit below the flood's size; no total count in each answer (no client here uses it).
-MUC_ARCHIVE = """\
-  storage = { muc_log = "sql" }
-  sql = { driver = "SQLite3", database = "muc.sqlite" }
-  storage_archive_item_limit = 10000000
-  muc_log_include_total = false
-"""
+# The room's archive in SQLite (the fixture's SQL_ARCHIVE) on tmpfs, where SQLite's fsyncs cost
+# nothing: Prosody's own durability is not what is measured.
+MUC_ARCHIVE = SQL_ARCHIVE
 PASSWORD = "bench-pass"
 
 
