@@ -17,31 +17,39 @@ public struct JID: Sendable, Hashable, CustomStringConvertible {
     public let description: String
   }
 
-  /// Characters RFC 7622 §3.3.1 forbids in a local part.
-  private static let forbiddenInLocal: Set<Character> = ["\"", "&", "'", "/", ":", "<", ">", "@"]
+  /// Characters RFC 7622 §3.3.1 forbids in a local part (all ASCII).
+  private static let forbiddenInLocal = "\"&'/:<>@"
+  /// Characters refused in a domain (all ASCII).
+  private static let forbiddenInDomain = "@/ \t\"'<>&"
 
   /// Parses `text`; the local part and the domain are lowercased.
+  ///
+  /// It works on the UTF-8 bytes (every address of every stanza comes through here, and
+  /// breaking text into Characters is the slow way): the separators and every character
+  /// refused are ASCII, and only a part that holds other bytes goes the way of Characters.
   public init(parsing text: String) throws(Invalid) {
     guard !text.isEmpty else { throw Invalid(description: "an empty JID") }
-    var rest = Substring(text)
+    let utf8 = text.utf8
+    var end = utf8.endIndex
     var resource = ""
-    if let slash = rest.firstIndex(of: "/") {
-      resource = String(rest[rest.index(after: slash)...])
-      rest = rest[..<slash]
+    if let slash = utf8.firstIndex(of: UInt8(ascii: "/")) {
+      resource = String(text[utf8.index(after: slash)...])
+      end = slash
       guard !resource.isEmpty else { throw Invalid(description: "an empty resource after '/'") }
     }
+    var start = utf8.startIndex
     var local = ""
-    if let at = rest.firstIndex(of: "@") {
-      local = String(rest[..<at])
-      rest = rest[rest.index(after: at)...]
+    if let at = utf8[..<end].firstIndex(of: UInt8(ascii: "@")) {
+      local = String(text[..<at])
+      start = utf8.index(after: at)
       guard !local.isEmpty else { throw Invalid(description: "an empty local part before '@'") }
-      if let bad = local.first(where: { Self.forbiddenInLocal.contains($0) || $0.isWhitespace }) {
+      if let bad = Self.first(in: local, of: Self.forbiddenInLocal, orWhitespace: true) {
         throw Invalid(description: "'\(bad)' in the local part '\(local)'")
       }
     }
-    let domain = String(rest)
+    let domain = String(text[start..<end])
     guard !domain.isEmpty else { throw Invalid(description: "no domain") }
-    if let bad = domain.first(where: { "@/ \t\"'<>&".contains($0) }) {
+    if let bad = Self.first(in: domain, of: Self.forbiddenInDomain, orWhitespace: false) {
       throw Invalid(description: "'\(bad)' in the domain '\(domain)'")
     }
     // RFC 7622 §3.1: each part at most 1023 bytes.
@@ -49,12 +57,34 @@ public struct JID: Sendable, Hashable, CustomStringConvertible {
     where part.utf8.count > 1023 {
       throw Invalid(description: "a \(name) over 1023 bytes")
     }
-    guard !(resource + local + domain).unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+    // A byte under 0x20 is a control character (never part of a longer UTF-8 sequence).
+    guard !utf8.contains(where: { $0 < 0x20 }) else {
       throw Invalid(description: "a control character")
     }
-    self.local = local.lowercased()
-    self.domain = domain.lowercased()
+    self.local = Self.lowercased(local)
+    self.domain = Self.lowercased(domain)
     self.resource = resource
+  }
+
+  /// The first character of `part` in `set` (or whitespace), byte by byte when it is ASCII.
+  private static func first(in part: String, of forbidden: String, orWhitespace: Bool)
+    -> Character?
+  {
+    guard part.utf8.allSatisfy({ $0 < 0x80 }) else {
+      return part.first { forbidden.contains($0) || (orWhitespace && $0.isWhitespace) }
+    }
+    let bad = part.utf8.first {
+      forbidden.utf8.contains($0) || (orWhitespace && ($0 == 0x20 || (0x09...0x0D).contains($0)))
+    }
+    return bad.map { Character(Unicode.Scalar($0)) }
+  }
+
+  /// `part` lowercased: ASCII by its bytes, anything else as Unicode says.
+  private static func lowercased(_ part: String) -> String {
+    guard part.utf8.allSatisfy({ $0 < 0x80 }) else { return part.lowercased() }
+    guard part.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return part }
+    return String(
+      decoding: part.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
   }
 
   /// The JID without a parse, from parts known good.

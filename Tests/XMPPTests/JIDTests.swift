@@ -33,4 +33,24 @@ final class JIDTests: XCTestCase {
     XCTAssertEqual(why("bot@exa mple.org"), "' ' in the domain 'exa mple.org'")
     XCTAssertEqual(why(String(repeating: "a", count: 1024) + "@x"), "a local part over 1023 bytes")
   }
+
+  func testPartsBeyondASCIIAreCheckedAndLowercasedAsUnicodeSays() throws {
+    let jid = try JID(parsing: "Ünïcode@Bücher.EXAMPLE/Ünchanged")
+    XCTAssertEqual(jid.local, "ünïcode")
+    XCTAssertEqual(jid.domain, "bücher.example")
+    XCTAssertEqual(jid.resource, "Ünchanged")
+    XCTAssertThrowsError(try JID(parsing: "b\u{3000}ö@example.org")) { error in
+      XCTAssertEqual("\(error)", "'\u{3000}' in the local part 'b\u{3000}ö'")
+    }
+    XCTAssertThrowsError(try JID(parsing: "bot@exämple.org<")) { error in
+      XCTAssertEqual("\(error)", "'<' in the domain 'exämple.org<'")
+    }
+    XCTAssertThrowsError(try JID(parsing: "bot@example.org/a\u{7}b")) { error in
+      XCTAssertEqual("\(error)", "a control character")
+    }
+    XCTAssertThrowsError(try JID(parsing: "b\tot@example.org")) { error in
+      XCTAssertEqual("\(error)", "'\t' in the local part 'b\tot'")
+    }
+    XCTAssertEqual(try JID(parsing: "already@lower.case").local, "already")
+  }
 }
