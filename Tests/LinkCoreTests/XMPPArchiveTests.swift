@@ -8,19 +8,10 @@ import XMPP
 final class XMPPArchiveTests: XCTestCase {
   private typealias S = XMPPServer
 
-  private func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }
-
-  private func negotiated() -> XMPPProtocol {
-    var dialect = S.dialect()
-    _ = dialect.open(handshake(subprotocol: "xmpp"))
-    for frame in S.negotiation() { _ = dialect.read(.xml(frame)) }
-    return dialect
-  }
-
   /// A dialect whose room (newest stored stanza-id "sid-9") confirmed the join: the archive
   /// query is out.
   private func catchingUp() -> XMPPProtocol {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8)))
     _ = dialect.read(.xml(S.selfPresence()))
     return dialect
@@ -52,7 +43,7 @@ final class XMPPArchiveTests: XCTestCase {
   }
 
   func testAConfirmedJoinAsksTheArchiveForWhatCameAfterTheNewestStoredID() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8)))
     let confirmed = dialect.read(.xml(S.selfPresence()))
     XCTAssertEqual(
@@ -67,7 +58,7 @@ final class XMPPArchiveTests: XCTestCase {
   }
 
   func testARoomNeverStoredStartsFromNow() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.join(RoomID(S.room)!, after: nil)
     XCTAssertEqual(dialect.read(.xml(S.selfPresence())).replies, [])
     XCTAssertNotNil(dialect.read(.xml(S.groupchat("live"))).record)
@@ -152,7 +143,7 @@ final class XMPPArchiveTests: XCTestCase {
       + "type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>")
 
   func testAnIDTheArchiveNoLongerHasFallsBackOnceToAMinuteBeforeTheNewestRecordsTime() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     // 2026-12-06T10:00:30.5Z
     let stored = Timestamp(microseconds: 1_796_551_230_500_000)
     _ = dialect.join(RoomID(S.room)!, after: RoomPosition(id: Array("sid-9".utf8), time: stored))

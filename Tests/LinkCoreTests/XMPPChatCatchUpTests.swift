@@ -12,15 +12,6 @@ final class XMPPChatCatchUpTests: XCTestCase {
   /// 2026-12-06T10:00:30Z
   private let newest = Timestamp(microseconds: 1_796_551_230_000_000)
 
-  private func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }
-
-  private func negotiated() -> XMPPProtocol {
-    var dialect = S.dialect()
-    _ = dialect.open(handshake(subprotocol: "xmpp"))
-    for frame in S.negotiation() { _ = dialect.read(.xml(frame)) }
-    return dialect
-  }
-
   private func result(
     _ body: String, id: String, from peer: String = "bob@example.org/phone",
     type: String = "chat", queryID: String = "mam-1", resultFrom: String? = nil
@@ -78,13 +69,13 @@ final class XMPPChatCatchUpTests: XCTestCase {
   }
 
   func testWithNothingStoredChatsStartFromNow() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     XCTAssertNil(dialect.catchUp(newestStored: nil))
     XCTAssertEqual(dialect.roomsCatchingUp, 0)
   }
 
   func testArchivedChatsAreStoredUnderThePeerLikeLiveOnesAndOnlyChatsToUs() throws {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.catchUp(newestStored: newest)
     let chat = records(dialect.read(result("missed", id: "a-1")))
     XCTAssertEqual(chat.map(\.room), [#""bob@example.org""#])
@@ -107,7 +98,7 @@ final class XMPPChatCatchUpTests: XCTestCase {
   }
 
   func testLiveChatsWaitForTheAccountsArchiveAndFollowIt() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.catchUp(newestStored: newest)
     XCTAssertTrue(records(dialect.read(liveChat("live", stanzaID: "a-9"))).isEmpty)
     XCTAssertEqual(records(dialect.read(result("missed", id: "a-1"))).count, 1)

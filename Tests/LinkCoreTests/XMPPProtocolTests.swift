@@ -8,8 +8,6 @@ final class XMPPProtocolTests: XCTestCase {
   private typealias S = XMPPServer
 
   /// The frames of a reading's replies, as text.
-  private func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }
-
   /// A dialect through the whole negotiation, its rooms' joins sent and confirmed.
   private func ready(
     streamManagement: Bool = true, rooms: [String] = [XMPPServer.room]

@@ -8,8 +8,6 @@ import XMPP
 final class XMPPResumptionTests: XCTestCase {
   private typealias S = XMPPServer
 
-  private func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }
-
   /// A dialect whose session is ready, its room joined, and one groupchat message read (the
   /// room's presence and the message: two stanzas).
   private func readyWithOneMessage() -> XMPPProtocol {

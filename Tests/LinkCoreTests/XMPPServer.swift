@@ -103,6 +103,19 @@ enum XMPPServer {
   }
 }
 
+extension XMPPServer {
+  /// A dialect whose session is negotiated and ready (stream management enabled, if asked).
+  static func negotiated(streamManagement: Bool = true) -> XMPPProtocol {
+    var dialect = dialect()
+    _ = dialect.open(handshake(subprotocol: "xmpp"))
+    for frame in negotiation(streamManagement: streamManagement) { _ = dialect.read(.xml(frame)) }
+    return dialect
+  }
+}
+
 extension Message {
   static func xml(_ text: String) -> Message { .text(Array(text.utf8)) }
 }
+
+/// The frames as text, for comparing with transcripts.
+func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }

@@ -9,19 +9,8 @@ import XMPP
 final class XMPPStanzaTests: XCTestCase {
   private typealias S = XMPPServer
 
-  private func texts(_ messages: [Message]) -> [String] { messages.map { $0.text ?? "binary" } }
-
-  private func negotiated(streamManagement: Bool = true) -> XMPPProtocol {
-    var dialect = S.dialect()
-    _ = dialect.open(handshake(subprotocol: "xmpp"))
-    for frame in S.negotiation(streamManagement: streamManagement) {
-      _ = dialect.read(.xml(frame))
-    }
-    return dialect
-  }
-
   private func joined(_ rooms: [String] = [XMPPServer.room]) -> XMPPProtocol {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     for room in rooms {
       _ = dialect.join(RoomID(room)!)
       XCTAssertNil(dialect.read(.xml(S.selfPresence(room))).problem)
@@ -41,7 +30,7 @@ final class XMPPStanzaTests: XCTestCase {
   }
 
   func testARoomIsJoinedWithoutHistoryAndConfirmedByItsPresenceOfUs() throws {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     let join = try XCTUnwrap(dialect.join(RoomID(S.room)!))
     XCTAssertEqual(
       join.text,
@@ -56,7 +45,7 @@ final class XMPPStanzaTests: XCTestCase {
   }
 
   func testANickConflictRetriesWithASuffixAndTheNewNickIsConfirmed() throws {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.join(RoomID(S.room)!)
     let conflict = dialect.read(
       .xml(
@@ -75,7 +64,7 @@ final class XMPPStanzaTests: XCTestCase {
   }
 
   func testARefusedJoinIsReportedAndInStatusAndTheOtherRoomsGoOn() {
-    var dialect = negotiated()
+    var dialect = S.negotiated()
     _ = dialect.join(RoomID(S.room)!)
     _ = dialect.join(RoomID(S.otherRoom)!)
     let refused = dialect.read(
