@@ -71,7 +71,7 @@ final class XMPPChatCatchUpTests: XCTestCase {
   func testWithNothingStoredChatsStartFromNow() {
     var dialect = S.negotiated()
     XCTAssertNil(dialect.catchUp(newestStored: nil))
-    XCTAssertEqual(dialect.roomsCatchingUp, 0)
+    XCTAssertTrue(dialect.catchUpProgress.isEmpty)
   }
 
   func testArchivedChatsAreStoredUnderThePeerLikeLiveOnesAndOnlyChatsToUs() throws {
@@ -107,7 +107,7 @@ final class XMPPChatCatchUpTests: XCTestCase {
     XCTAssertTrue(texts(page.replies).first?.contains("2026-12-06T09:59:30Z") == true)
     let done = dialect.read(fin("mam-2", complete: true, last: ""))
     XCTAssertEqual(records(done).map(\.room), [#""carol@example.org""#])
-    XCTAssertEqual(dialect.roomsCatchingUp, 0)
+    XCTAssertTrue(dialect.catchUpProgress.isEmpty)
     XCTAssertEqual(records(dialect.read(liveChat("later", stanzaID: "a-10"))).count, 1)
   }
 

@@ -7,10 +7,6 @@ import XMPP
 /// it says it is complete; its messages are stored in archive order, and the live messages
 /// that came meanwhile after them (the store drops those the archive had too, by stanza-id).
 extension XMPPProtocol: CatchingUp {
-  public var roomsCatchingUp: Int {
-    rooms.values.count { $0.query != nil } + (account?.query != nil ? 1 : 0)
-  }
-
   static let mamNamespace = "urn:xmpp:mam:2"
   static let rsmNamespace = "http://jabber.org/protocol/rsm"
   static let forwardNamespace = "urn:xmpp:forward:0"
