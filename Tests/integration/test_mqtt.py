@@ -764,7 +764,7 @@ def test_broker_restarted_during_sends_every_acknowledged_send_arrives_in_order(
         wait_until(arrived, 20, interval=0.2, message=f"every acknowledged send to {s.room} at the subscriber")
         got = [p.decode() for p in peer.payloads(s.room)]
         assert not first_in_order(got, s.acked), first_in_order(got, s.acked)
-        figures[s.room] = {"acknowledged": len(s.acked), "received": len(got), "duplicates": len(got) - len(set(got))}
+        figures[s.room] = {"acknowledged": len(s.acked), "refused_full": s.refused, "received": len(got), "duplicates": len(got) - len(set(got))}
     print(f"FIGURES broker-restart {broker.name}: {figures}")
     assert d.status()["connects"] >= 2 and peer.connects >= 2
 

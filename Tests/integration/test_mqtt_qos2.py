@@ -233,7 +233,7 @@ def test_qos2_sends_across_kill_9_reach_a_qos2_subscriber_exactly_once(make_daem
         time.sleep(0.5)
         got = [p.decode() for p in sub.payloads(s.room)]
         mine = [x for x in got if x in set(s.acked)]
-        figures[s.room] = {"acknowledged": len(s.acked), "received": len(mine),
+        figures[s.room] = {"acknowledged": len(s.acked), "refused_full": s.refused, "received": len(mine),
                            "duplicates": len(mine) - len(set(mine))}
         assert not first_in_order(mine, s.acked), first_in_order(mine, s.acked)
     print(f"FIGURES qos2-send-kill-9 {broker.name}: {figures}")

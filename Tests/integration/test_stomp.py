@@ -537,7 +537,7 @@ def test_broker_restarted_during_sends_every_acknowledged_send_arrives_in_order(
     for s in senders:
         got = drain(rabbitmq, s.room)
         assert not first_in_order(got, s.acked), first_in_order(got, s.acked)
-        figures[s.room] = {"acknowledged": len(s.acked), "received": len(got), "duplicates": len(got) - len(set(got))}
+        figures[s.room] = {"acknowledged": len(s.acked), "refused_full": s.refused, "received": len(got), "duplicates": len(got) - len(set(got))}
     print(f"FIGURES broker-restart rabbitmq-stomp: {figures}")
     assert d.status()["connects"] >= 2
 
