@@ -7,7 +7,7 @@
 //
 // Input layout (Tests/Fuzz/make_seed_corpus.py writes the seeds in it):
 //
-//   byte 0   mode, taken modulo 3:
+//   byte 0   mode, taken modulo 4:
 //              0 arbitrary store lines: the rest, split at LF
 //              1 records the store writes: the rest as records, each 1 byte of kinds (bit 0
 //                direction, bits 1-2 room, bits 3-4 id, bits 5-6 payload), 1 byte length,
@@ -18,6 +18,10 @@
 //                the store's "no room"), the second the id (one of 64) or, for a restore,
 //                how many of the following bytes are its ids (modulo 8) and whether it
 //                names a newest id (bit 7)
+//              3 the window's snapshot: byte 1 the capacity (1 + modulo 16), byte 2 how
+//                many of the following bytes are inserts (modulo 64), each one's bits 6-7
+//                the room and bits 0-5 the id; then damage in threes: two bytes of offset
+//                into the snapshot, one to xor there (0: cut the snapshot at that offset)
 //
 // Oracles (a failure prints what broke, then traps):
 //  - nothing crashes on any line;
@@ -33,7 +37,11 @@
 //    full room; a room least recently used gives its place up when there are too many;
 //    `restore` puts the store's ids before those kept since): every insert's answer,
 //    every contains, every room's newest id, the number of ids and rooms kept, bounded by
-//    capacity x rooms.
+//    capacity x rooms;
+//  - a snapshot of a window reads back as that window (every id of every room, each room's
+//    newest id, the counts); a damaged one whose checksum is made right again, and the raw
+//    input itself, read back as nothing or as a window that inserts and looks up every id
+//    without crashing or looping, and keeps no more ids than its capacity allows.
 
 import Glibc
 import JSON
@@ -45,15 +53,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   guard size >= 1 else { return 0 }
   let input = Array(UnsafeBufferPointer(start: data, count: size))
   let rest = Array(input.dropFirst())
-  switch input[0] % 3 {
+  switch input[0] % 4 {
   case 0:
     for line in rest.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
       checkArbitraryLine(Array(line))
     }
   case 1:
     checkWrittenRecords(rest)
-  default:
+  case 2:
     checkWindow(rest)
+  default:
+    checkSnapshot(rest)
   }
   return 0
 }
@@ -319,6 +329,66 @@ func checkAgreement(
     for id in 0..<(everyID ? 64 : 0)
     where model.contains(key, id) != window.contains(room: roomBytes(key), id: idBytes(id)) {
       require(false, "room \(key) and id \(id): the window and the model disagree")
+    }
+  }
+}
+
+// MARK: - The snapshot
+
+func checkSnapshot(_ bytes: [UInt8]) {
+  guard bytes.count >= 2 else { return }
+  let capacity = 1 + Int(bytes[0] % 16)
+  let inserts = bytes.dropFirst(2).prefix(Int(bytes[1] % 64))
+  var window = DedupeWindow(capacity: capacity, basis: 0x5DEE_CE66_D1CE_4E5B)
+  for byte in inserts {
+    window.insert(room: roomBytes(Int(byte >> 6)), id: idBytes(Int(byte & 63)))
+  }
+  let expected = DedupeSnapshot.Expectation(
+    point: DedupeSnapshot.StorePoint(lastSeq: 9, liveFileSize: 99), capacity: capacity,
+    configuredRooms: [], keepsNewest: true)
+  let encoded = DedupeSnapshot.encode(window, at: expected.point, configuredRooms: [])
+  guard let back = DedupeSnapshot.decode(encoded, expected: expected) else {
+    require(false, "a snapshot of a window did not read back")
+    return
+  }
+  require(back.count == window.count, "\(back.count) ids read back of \(window.count)")
+  require(back.roomCount == window.roomCount, "\(back.roomCount) rooms of \(window.roomCount)")
+  for key in 0..<4 {
+    require(
+      back.newestID(room: roomBytes(key)) == window.newestID(room: roomBytes(key)),
+      "room \(key)'s newest id")
+    for id in 0..<64
+    where back.contains(room: roomBytes(key), id: idBytes(id))
+      != window.contains(room: roomBytes(key), id: idBytes(id))
+    {
+      require(false, "room \(key) and id \(id): the snapshot and the window disagree")
+    }
+  }
+  var damaged = encoded
+  var index = 2 + inserts.count
+  while index + 3 <= bytes.count {
+    let offset = (Int(bytes[index]) << 8 | Int(bytes[index + 1])) % max(1, damaged.count - 8)
+    if bytes[index + 2] == 0 {
+      damaged.removeSubrange(offset..<(damaged.count - 8))
+    } else {
+      damaged[offset] ^= bytes[index + 2]
+    }
+    index += 3
+  }
+  let sum = damaged.withUnsafeBytes {
+    DedupeSnapshot.checksum(UnsafeRawBufferPointer(rebasing: $0[..<(damaged.count - 8)]))
+  }
+  withUnsafeBytes(of: sum.littleEndian) {
+    damaged.replaceSubrange((damaged.count - 8)..., with: $0)
+  }
+  for candidate in [damaged, bytes] {
+    guard var read = DedupeSnapshot.decode(candidate, expected: expected) else { continue }
+    require(read.count <= capacity * max(1, read.roomCount), "more ids than the capacity allows")
+    for key in 0..<4 {
+      for id in 0..<64 {
+        _ = read.contains(room: roomBytes(key), id: idBytes(id))
+        read.insert(room: roomBytes(key), id: idBytes(id))
+      }
     }
   }
 }

@@ -1133,6 +1133,9 @@ def dedupe_seeds_all() -> None:
     dd_seed("window-restore", 2, bytes([4, 3, 0 | 1 << 2, 10, 3 | 1 << 2, 0x80 | 5, 1, 2, 3, 10, 4,
                                         0 | 1 << 2, 1, 2 | 1 << 2, 3, 3 | 2 << 2, 2, 9, 9, 1 | 2 << 2, 9]))
     dd_seed("window-off", 2, bytes([0, 0, 0 | 1 << 2, 1, 0 | 1 << 2, 1, 3 | 1 << 2, 0x82, 1, 2, 2 | 1 << 2, 1]))
+    dd_seed("snapshot-two-rooms", 3, bytes([8, 12]) + bytes([k % 20 | (k % 2) << 6 for k in range(12)]))
+    dd_seed("snapshot-damaged", 3, bytes([4, 10]) + bytes([k | 1 << 6 for k in range(10)])
+            + bytes([0, 40, 0xFF, 0, 90, 0x01, 0, 60, 0]))
     dd_seed("window-full", 2, bytes([16, 3]) + b"".join(bytes([(k % 3) << 2, k % 40]) for k in range(120)))
 
 # ---------------------------------------------------------------------------- xmpp

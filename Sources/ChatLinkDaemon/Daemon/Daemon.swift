@@ -334,9 +334,14 @@ public final class Daemon {
       self.store.whenDurable {
         self.outbox.whenIdle {
           self.whenReceiptsIdle {
-            self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
-            self.control?.close()
-            self.loop.exit(code: 0)
+            // The next start reads the dedupe window back instead of the store's tail.
+            self.store.whenDurable {
+              self.store.saveDedupeSnapshot {
+                self.logger.info("stopped", ["last_seq": String(self.store.lastSeq)])
+                self.control?.close()
+                self.loop.exit(code: 0)
+              }
+            }
           }
         }
       }

@@ -106,6 +106,23 @@ struct DedupeWindow {
     recent[index] = restored
   }
 
+  /// Each room's JSON and ids, for a snapshot (`DedupeSnapshot`).
+  var roomIDs: [(room: [UInt8], ids: RecentIDs)] { Array(zip(rooms, recent)) }
+
+  /// Takes `room`'s ids as a snapshot held them; false when the room has a window already, or
+  /// they do not fit this one.
+  mutating func adopt(room: [UInt8], ids: RecentIDs) -> Bool {
+    guard isEnabled, rooms.count < maxRooms, ids.count <= capacity, find(room).index == nil
+    else { return false }
+    var ids = ids
+    if !keepsNewest {
+      ids.newest = nil
+      ids.newestTime = 0
+    }
+    recent[index(of: room)] = ids
+    return true
+  }
+
   /// Whether `id` is among `room`'s recent ids (nothing changes).
   func contains(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
     guard isEnabled, let index = find(room ?? []).index else { return false }

@@ -1,4 +1,5 @@
 import EventLoop
+@preconcurrency import Glibc
 import JSON
 import LinkCore
 import WebSocket
@@ -73,26 +74,82 @@ extension MessageStore {
     }
   }
 
-  /// Reads the store's tail on the disk thread and fills the window with it.
+  /// Fills the window on the disk thread: from the snapshot a clean stop wrote, when it holds
+  /// for this store, else from the store's tail.
   func rebuildDedupe() {
+    let directory = options.directory
     guard dedupe.window.isEnabled, options.idsConfigured else {
       dedupe.waiters = nil
+      // A snapshot left from a run with ids holds no longer once records come without them.
+      disk.submit({ unlink(directory + "/" + DedupeSnapshot.fileName) }, completion: { _ in })
       return
     }
     // Only the hash's basis crosses to the disk thread: the window stays the loop's.
     let hasher = dedupe.window.hasher
     let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hash: { hasher.hash($0) })
     let paths = filePaths
+    let livePath = path
     let indexDirectory = self.indexDirectory
     let rooms = options.rooms
     let tailRecords = options.dedupeTailRecords
+    let expected = DedupeSnapshot.Expectation(
+      point: DedupeSnapshot.StorePoint(lastSeq: lastSeq, liveFileSize: 0),
+      capacity: dedupe.window.capacity, configuredRooms: rooms.map(\.json),
+      keepsNewest: dedupe.window.keepsNewest)
+    disk.submit(
+      { () -> DedupeStart in
+        var expected = expected
+        expected.point.liveFileSize = UInt64(FileSystem.size(livePath) ?? 0)
+        if let window = DedupeSnapshot.take(directory: directory, expected: expected) {
+          return .snapshot(window)
+        }
+        return .tail(
+          rebuild.read(
+            paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
+            tailRecords: tailRecords))
+      },
+      completion: { [weak self] start in
+        switch start {
+        case .snapshot(let window):
+          guard let self else { return }
+          // The link waits for the window, so nothing is in it yet; if something is (its hash
+          // basis is another), the tail is read after all.
+          if self.dedupe.window.roomCount == 0 {
+            self.dedupe.window = window
+            self.dedupeReady()
+          } else {
+            disk.submit(
+              {
+                rebuild.read(
+                  paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
+                  tailRecords: tailRecords)
+              }, completion: { [weak self] found in self?.restoreDedupe(found) })
+          }
+        case .tail(let found): self?.restoreDedupe(found)
+        }
+      })
+  }
+
+  /// Writes the window to the store's directory for the next start, once every record is
+  /// durable (a clean stop), then calls `completion`; without ids, at once.
+  public func saveDedupeSnapshot(completion: @escaping () -> Void) {
+    guard dedupe.window.isEnabled, options.idsConfigured, dedupe.waiters == nil,
+      durableSeq == lastSeq
+    else { return completion() }
+    let window = dedupe.window
+    let point = DedupeSnapshot.StorePoint(lastSeq: lastSeq, liveFileSize: 0)
+    let configured = options.rooms.map(\.json)
+    let livePath = path
+    let directory = options.directory
     disk.submit(
       {
-        rebuild.read(
-          paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
-          tailRecords: tailRecords)
-      },
-      completion: { [weak self] found in self?.restoreDedupe(found) })
+        var point = point
+        // The disk thread wrote every record before this job: the file is as the next start finds it.
+        point.liveFileSize = UInt64(FileSystem.size(livePath) ?? 0)
+        DedupeSnapshot.write(
+          DedupeSnapshot.encode(window, at: point, configuredRooms: configured),
+          directory: directory)
+      }, completion: { _ in completion() })
   }
 
   private func restoreDedupe(_ found: [[UInt8]: DedupeRebuild.Room]) {
@@ -100,8 +157,18 @@ extension MessageStore {
       dedupe.window.restore(
         room: room, hashes: ids.hashes, newestID: ids.newestID, newestTime: ids.newestTime)
     }
+    dedupeReady()
+  }
+
+  private func dedupeReady() {
     let waiters = dedupe.waiters ?? []
     dedupe.waiters = nil
     for waiter in waiters { waiter() }
   }
+}
+
+/// Where the window at start came from.
+private enum DedupeStart: Sendable {
+  case snapshot(DedupeWindow)
+  case tail([[UInt8]: DedupeRebuild.Room])
 }

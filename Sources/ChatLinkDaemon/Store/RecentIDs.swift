@@ -24,6 +24,26 @@ struct RecentIDs {
   /// How many ids it holds.
   var count: Int { ring.count }
 
+  /// An empty room.
+  init() {}
+
+  /// A room as `parts` gave it (a snapshot of the window written at a clean stop), or nil when
+  /// they cannot be one for `capacity`: the ring no longer than the capacity and as many ids in
+  /// the table as in the ring, so a free slot ends every probe run (and `insert` keeps it so).
+  init?(ring: [UInt32], head: Int, table: [UInt64], capacity: Int) {
+    guard ring.count <= capacity, head >= 0, head < max(1, ring.count),
+      table.count >= 16, table.count * 2 >= ring.count * 3,
+      table.reduce(0, { $0 + ($1 == 0 ? 0 : 1) }) == ring.count
+    else { return nil }
+    self.ring = ring
+    self.head = head
+    self.table = table
+  }
+
+  /// Its ring, the ring's oldest position and its table, as `init(ring:head:table:capacity:)`
+  /// takes them back: the table is kept as it lies, so a snapshot is read without a probe.
+  var parts: (ring: [UInt32], head: Int, table: [UInt64]) { (ring, head, table) }
+
   /// The hashes, oldest first.
   var oldestFirst: [UInt64] {
     table.withUnsafeBufferPointer { table in
@@ -48,9 +68,11 @@ struct RecentIDs {
       let oldest = ring[head]
       inserted = table.withUnsafeMutableBufferPointer { table in
         guard !Self.probe(hash, UnsafeBufferPointer(table)).found else { return false }
-        // Full: the oldest leaves, the new one takes its place in the ring.
-        Self.remove(low: oldest, table)
-        Self.place(hash, table)
+        // Full: the oldest leaves, the new one takes its place in the ring. Only a table
+        // that does not hold every id of its ring (a damaged snapshot's) lacks the oldest;
+        // the new one then stays out of it too, so the table never holds more ids than the
+        // ring, and a free slot always ends a probe.
+        if Self.remove(low: oldest, table) { Self.place(hash, table) }
         return true
       }
       if inserted {
@@ -141,13 +163,13 @@ struct RecentIDs {
   /// of a room's ids whose hashes share 32 bits and a run are about one in 2³² a pair), moving
   /// later entries of its run back into the gap (deletion without tombstones keeps lookups short
   /// however long the room lives).
+  /// Returns false when no hash has that low half.
   @inline(__always)
-  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) {
+  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Bool {
     let size = table.count
     var gap = home(UInt64(low), size)
     while UInt32(truncatingIfNeeded: table[gap]) != low || table[gap] == 0 {
-      // Every hash in the ring is in the table.
-      guard table[gap] != 0 else { return }
+      guard table[gap] != 0 else { return false }
       gap = gap + 1 == size ? 0 : gap + 1
     }
     var slot = gap + 1 == size ? 0 : gap + 1
@@ -163,5 +185,6 @@ struct RecentIDs {
       slot = slot + 1 == size ? 0 : slot + 1
     }
     table[gap] = 0
+    return true
   }
 }
