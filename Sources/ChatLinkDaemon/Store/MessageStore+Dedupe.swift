@@ -1,5 +1,4 @@
 import EventLoop
-@preconcurrency import Glibc
 import JSON
 import LinkCore
 import WebSocket
@@ -77,13 +76,12 @@ extension MessageStore {
   /// Fills the window on the disk thread: from the snapshot a clean stop wrote, when it holds
   /// for this store, else from the store's tail.
   func rebuildDedupe() {
-    let directory = options.directory
+    // A snapshot stays while ids are off: it holds again only if no record is stored meanwhile.
     guard dedupe.window.isEnabled, options.idsConfigured else {
       dedupe.waiters = nil
-      // A snapshot left from a run with ids holds no longer once records come without them.
-      disk.submit({ unlink(directory + "/" + DedupeSnapshot.fileName) }, completion: { _ in })
       return
     }
+    let directory = options.directory
     // Only the hash's basis crosses to the disk thread: the window stays the loop's.
     let hasher = dedupe.window.hasher
     let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hash: { hasher.hash($0) })
