@@ -228,6 +228,26 @@ final class XMPPStanzaTests: XCTestCase {
       dialect.read(.xml(S.groupchat("y", id: "c8", nick: "user"))).echoedClientID, "c8")
   }
 
+  func testASendTheRoomRefusesAfterRemovingUsStaysUnconfirmedForTheNextSession() {
+    var dialect = joined()
+    _ = dialect.encode(entry(7, "x", id: "c7", room: S.room))
+    // The server closes our session: the room says we left, then refuses what we sent.
+    let left = dialect.read(
+      .xml(
+        "<presence xmlns='jabber:client' from='\(S.room)/user' to='\(S.fullJID)' "
+          + "type='unavailable'><x xmlns='http://jabber.org/protocol/muc#user'><item "
+          + "affiliation='none' role='none'/><status code='110'/></x></presence>"))
+    XCTAssertNotNil(left.problem)
+    let error = dialect.read(
+      .xml(
+        "<message xmlns='jabber:client' from='\(S.room)' type='error' id='c7'><error "
+          + "type='cancel'><not-acceptable xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/><text "
+          + "xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'>You are not currently connected to this "
+          + "chat</text></error></message>"))
+    XCTAssertEqual(error.failed, [], "not failed: sent again after the next join")
+    XCTAssertEqual(error.delivered, [])
+  }
+
   func testAMessageWithoutARoomOrToAJIDThatIsNoAccountIsRefusedBeforeSending() {
     let dialect = joined()
     XCTAssertEqual(

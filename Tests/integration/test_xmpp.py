@@ -46,6 +46,7 @@ def prosody():
 # ---------------------------------------------------------------------------- inbound
 
 
+@pytest.mark.timeout(420)  # 10,000 through Prosody: minutes on a loaded machine
 def test_ten_thousand_groupchat_messages_in_two_rooms_are_each_stored_once_in_order(daemons, tmp_path, prosody):
     rooms = rooms_of(prosody, 2)
     peer = Peer(prosody, rooms)
@@ -120,6 +121,7 @@ def test_connections_lost_during_a_flood_are_resumed_and_nothing_is_stored_twice
         peer.close()
 
 
+@pytest.mark.timeout(420)  # 10,000 through Prosody: minutes on a loaded machine
 def test_what_is_posted_while_chatlinkd_is_stopped_is_caught_up_from_the_archive_once(daemons, tmp_path, prosody):
     """Stopped, then started again (no session to resume): each room's archive is asked for
     what came after the newest stored stanza-id, page by page (Prosody's pages hold 50), and

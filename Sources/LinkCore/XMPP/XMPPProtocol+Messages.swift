@@ -15,6 +15,16 @@ extension XMPPProtocol {
       if let id, let count = pendingSends.removeValue(forKey: id) {
         let error = element.child("error", namespace: XMPPNamespace.client)
         let condition = error.map(Self.condition) ?? "undefined-condition"
+        // A room that has removed us (our unavailable presence came first: the server is
+        // closing our session, as on its restart) refuses what we sent meanwhile as from a
+        // non-occupant (XEP-0045 §7.4). Not a refusal of the message: it stays unconfirmed
+        // and goes out again once a session has joined the room again.
+        if condition == "not-acceptable",
+          let room = element.attribute("from").flatMap({ try? JID(parsing: $0) })?.bare.bareText,
+          let status = rooms[room]?.status, status != .joined
+        {
+          return
+        }
         let text = error.flatMap { Self.errorText($0) }
         reading.failed.append(
           DeliveryFailure(count: count, reason: condition + (text.map { ": \($0)" } ?? "")))
