@@ -12,23 +12,7 @@ extension XMPPProtocol {
     let type = element.attribute("type") ?? "normal"
     let id = element.attribute("id")
     if type == "error" {
-      if let id, let count = pendingSends.removeValue(forKey: id) {
-        let error = element.child("error", namespace: XMPPNamespace.client)
-        let condition = error.map(Self.condition) ?? "undefined-condition"
-        // A room that has removed us (our unavailable presence came first: the server is
-        // closing our session, as on its restart) refuses what we sent meanwhile as from a
-        // non-occupant (XEP-0045 §7.4). Not a refusal of the message: it stays unconfirmed
-        // and goes out again once a session has joined the room again.
-        if condition == "not-acceptable",
-          let room = element.attribute("from").flatMap({ try? JID(parsing: $0) })?.bare.bareText,
-          let status = rooms[room]?.status, status != .joined
-        {
-          return
-        }
-        let text = error.flatMap { Self.errorText($0) }
-        reading.failed.append(
-          DeliveryFailure(count: count, reason: condition + (text.map { ": \($0)" } ?? "")))
-      }
+      sendError(element, id: id, into: &reading)
       return
     }
     guard let from = element.attribute("from").flatMap({ try? JID(parsing: $0) }) else { return }
@@ -72,6 +56,29 @@ extension XMPPProtocol {
       return
     }
     add(record, into: &reading)
+  }
+
+  /// An error reply to one of our sends: the send failed, with the error's condition.
+  private mutating func sendError(
+    _ element: XMLElement, id: String?, into reading: inout ProtocolReading
+  ) {
+    if let id, let count = pendingSends.removeValue(forKey: id) {
+      let error = element.child("error", namespace: XMPPNamespace.client)
+      let condition = error.map(Self.condition) ?? "undefined-condition"
+      // A room that has removed us (our unavailable presence came first: the server is
+      // closing our session, as on its restart) refuses what we sent meanwhile as from a
+      // non-occupant (XEP-0045 §7.4). Not a refusal of the message: it stays unconfirmed
+      // and goes out again once a session has joined the room again.
+      if condition == "not-acceptable",
+        let room = element.attribute("from").flatMap({ try? JID(parsing: $0) })?.bare.bareText,
+        let status = rooms[room]?.status, status != .joined
+      {
+        return
+      }
+      let text = error.flatMap { Self.errorText($0) }
+      reading.failed.append(
+        DeliveryFailure(count: count, reason: condition + (text.map { ": \($0)" } ?? "")))
+    }
   }
 
   /// Whether a message's `to` is our account or this session (a missing `to` is ours).
