@@ -3,23 +3,34 @@ import EventLoop
 
 /// The few file operations the daemon needs, on raw file descriptors (no Foundation).
 public enum FileSystem {
-  /// Reads a whole file.
+  /// Reads a whole file, into one buffer of the size the file has (a file that grows while it
+  /// is read is read to its end).
   public static func read(_ path: String, limit: Int = 16 << 20) throws(SystemError) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw .last("open \(path)") }
     defer { close(fd) }
-    var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw .last("fstat \(path)") }
+    guard Int(info.st_size) <= limit else { throw SystemError("read \(path)", errno: EFBIG) }
+    var out = [UInt8](repeating: 0, count: max(Int(info.st_size), 4096) + 1)
+    var count = 0
     while true {
-      let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if count == out.count {
+        guard count <= limit else { throw SystemError("read \(path)", errno: EFBIG) }
+        out.append(contentsOf: repeatElement(0, count: out.count))
+      }
+      let n = out.withUnsafeMutableBytes {
+        Glibc.read(fd, $0.baseAddress! + count, $0.count - count)
+      }
       if n < 0 {
         if errno == EINTR { continue }
         throw .last("read \(path)")
       }
       if n == 0 { break }
-      out.append(contentsOf: chunk[..<n])
-      if out.count > limit { throw SystemError("read \(path)", errno: EFBIG) }
+      count += n
     }
+    guard count <= limit else { throw SystemError("read \(path)", errno: EFBIG) }
+    out.removeLast(out.count - count)
     return out
   }
 
