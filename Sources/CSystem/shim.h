@@ -22,4 +22,8 @@ static inline int chatlink_peer_credentials(int fd, struct chatlink_ucred *out) 
 static inline int chatlink_start_writeback(int fd, long long offset, long long count) {
   return (int)syscall(SYS_sync_file_range, fd, offset, count, 2 /* SYNC_FILE_RANGE_WRITE */);
 }
+/* memrchr, a GNU extension that glibc declares only under _GNU_SOURCE: the store's readers look
+   for the last newline before a point, which glibc scans many bytes a step. */
+extern void *memrchr(const void *s, int c, size_t n);
+static inline const void *chatlink_memrchr(const void *s, int c, size_t n) { return memrchr(s, c, n); }
 #endif

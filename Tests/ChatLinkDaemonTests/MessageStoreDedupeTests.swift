@@ -149,6 +149,39 @@ final class MessageStoreDedupeTests: XCTestCase {
     XCTAssertFalse(receive(reopened, room: "7", id: "m10").duplicate, "beyond the tail read")
   }
 
+  func testARestartKnowsEscapedIDsTheRoomlessAndManyRoomsFromTheTail() throws {
+    var store: MessageStore? = try open()
+    receive(store!, id: #"x"y\z"#)
+    receive(store!, id: "héllo")
+    // No room: the store writes `"room":null`.
+    func roomless(_ store: MessageStore) -> Bool {
+      var meta = Array(#"{"k":"#.utf8)
+      JSONString.append("lone", to: &meta)
+      meta.append(UInt8(ascii: "}"))
+      return store.appendInbound(
+        room: nil,
+        id: meta.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
+        meta: meta, payload: .text(Array("{}".utf8)), scan: .unscanned, time: .now()
+      ).duplicate
+    }
+    XCTAssertFalse(roomless(store!))
+    // More rooms than the rebuild compares byte by byte.
+    for room in 1...100 { receive(store!, room: "\(1000 + room)", id: "r\(room)") }
+    try durable(store!)
+    store = nil
+    let reopened = try open()
+    XCTAssertTrue(receive(reopened, id: #"x"y\z"#).duplicate)
+    XCTAssertTrue(receive(reopened, id: "héllo").duplicate)
+    XCTAssertTrue(receive(reopened, room: "1001", id: "r1").duplicate)
+    XCTAssertTrue(receive(reopened, room: "1100", id: "r100").duplicate)
+    XCTAssertFalse(receive(reopened, room: "1100", id: "r99").duplicate, "another room's id")
+    XCTAssertTrue(roomless(reopened))
+    XCTAssertFalse(receive(reopened, room: #""null""#, id: "lone").duplicate, "a room named null")
+    XCTAssertEqual(
+      reopened.newestIDs(of: [RoomID("7")!])[RoomID("7")!]?.id, Array("héllo".utf8),
+      "the newest id, unescaped")
+  }
+
   func testAZeroWindowKeepsEveryMessage() throws {
     let store = try open(window: 0)
     XCTAssertFalse(receive(store, id: "a").duplicate)

@@ -1,4 +1,5 @@
 import EventLoop
+@preconcurrency import Glibc
 import JSON
 import LinkCore
 
@@ -20,14 +21,14 @@ struct DedupeRebuild: Sendable {
 
   /// The most ids a room keeps.
   let capacity: Int
-  /// The hash of an id, as the window keeps it.
-  let hash: @Sendable ([UInt8]) -> UInt64
+  /// Hashes ids as the window keeps them.
+  let hasher: IDHasher
 
   /// Reads `paths` (newest first) and returns what each room's window starts with.
   func read(
     paths: [String], indexDirectory: String?, configuredRooms: [RoomID], tailRecords: Int
   ) -> [[UInt8]: Room] {
-    var found = Found(capacity: capacity, hash: hash)
+    var found = Found(capacity: capacity, hasher: hasher)
     var seen = 0
     _ = HistoryReader.visit(
       paths: paths, query: HistoryQuery(limit: .max), discard: { _ in },
@@ -51,14 +52,16 @@ struct DedupeRebuild: Sendable {
     return found.rooms()
   }
 
-  /// The id and room of a stored inbound line that has an id, read from the line's fixed
-  /// prefix (`{"seq":…,"time":…,"dir":"in","room":R,"type":"…","id":"…",`) without scanning
-  /// its data: start-up reads many lines. Anything else, a line not of ours included, has none.
-  static func idAndRoom(ofLine line: UnsafeRawBufferPointer) -> (id: [UInt8], room: [UInt8])? {
+  /// Where a stored inbound line's id and room lie, read from the line's fixed prefix
+  /// (`{"seq":…,"time":…,"dir":"in","room":R,"type":"…","id":"…",`) without scanning its data:
+  /// start-up reads many lines. Anything else, a line not of ours included, has none.
+  /// `escaped`: the id's text has escapes (`JSONString.unescape` reads it).
+  static func idAndRoomRanges(ofLine line: UnsafeRawBufferPointer) -> (
+    id: Range<Int>, escaped: Bool, room: Range<Int>
+  )? {
     guard let room = StoreRecord.roomRange(ofLine: line),
       room.lowerBound >= dirIn.count,
-      UnsafeRawBufferPointer(rebasing: line[(room.lowerBound - dirIn.count)..<room.lowerBound])
-        .elementsEqual(dirIn),
+      Self.equal(line, at: room.lowerBound - dirIn.count, dirIn),
       var i = skip(typeKey, in: line, at: room.upperBound)
     else { return nil }
     // The type's value: json, text or binary, never escaped.
@@ -74,12 +77,19 @@ struct DedupeRebuild: Sendable {
       end += 1
     }
     guard end < line.count, end > start else { return nil }
-    let content = UnsafeRawBufferPointer(rebasing: line[start..<end])
+    return (start..<end, escaped, room)
+  }
+
+  /// The id and room of a stored inbound line that has an id (`idAndRoomRanges`), as bytes:
+  /// the id unescaped, the room as written (empty for `null`).
+  static func idAndRoom(ofLine line: UnsafeRawBufferPointer) -> (id: [UInt8], room: [UInt8])? {
+    guard let (range, escaped, room) = idAndRoomRanges(ofLine: line) else { return nil }
+    let content = UnsafeRawBufferPointer(rebasing: line[range])
     let id = escaped ? JSONString.unescape(content) : Array(content)
     // A malformed escape unescapes to nothing: no line the store writes has one.
     guard !id.isEmpty else { return nil }
     let roomBytes = UnsafeRawBufferPointer(rebasing: line[room])
-    return (id, roomBytes.elementsEqual("null".utf8) ? [] : Array(roomBytes))
+    return (id, room.count == 4 && Self.equal(roomBytes, at: 0, nullRoom) ? [] : Array(roomBytes))
   }
 
   /// The time of a stored line (`{"seq":N,"time":"…",`), or nil.
@@ -96,11 +106,18 @@ struct DedupeRebuild: Sendable {
 
   /// Where `key` ends when it stands at `index` of `line`, or nil.
   private static func skip(_ key: [UInt8], in line: UnsafeRawBufferPointer, at index: Int) -> Int? {
-    guard index >= 0, index + key.count <= line.count,
-      UnsafeRawBufferPointer(rebasing: line[index..<(index + key.count)]).elementsEqual(key)
-    else { return nil }
-    return index + key.count
+    equal(line, at: index, key) ? index + key.count : nil
   }
+
+  /// Whether `key` stands at `index` of `line` (a memcmp: these run for every line read).
+  static func equal(_ line: UnsafeRawBufferPointer, at index: Int, _ key: [UInt8]) -> Bool {
+    guard index >= 0, index + key.count <= line.count, let base = line.baseAddress else {
+      return false
+    }
+    return key.withUnsafeBytes { memcmp(base + index, $0.baseAddress!, key.count) == 0 }
+  }
+
+  static let nullRoom = Array("null".utf8)
 
   private static let dirIn = Array(#""dir":"in","room":"#.utf8)
   private static let seqKey = Array(#"{"seq":"#.utf8)
@@ -111,36 +128,94 @@ struct DedupeRebuild: Sendable {
   /// The rooms' ids as the lines come, newest first.
   private struct Found {
     let capacity: Int
-    let hash: @Sendable ([UInt8]) -> UInt64
-    /// Per room, hashes newest first, and the newest id with its line's time.
-    private var byRoom: [[UInt8]: (hashes: [UInt64], newestID: [UInt8], time: Timestamp?)] = [:]
+    let hasher: IDHasher
+    /// Per room, in the order first seen: its JSON (empty for none), its hashes newest first,
+    /// and its newest id with its line's time (an empty id: none yet, or the room restarted).
+    private var entries: [(room: [UInt8], hashes: [UInt64], newestID: [UInt8], time: Timestamp?)] =
+      []
+    /// Each room's FNV-1a hash, for finding it without allocating: by a scan while there are
+    /// few rooms, then through `index`.
+    private var roomHashes: [UInt32] = []
+    private var index: [[UInt8]: Int] = [:]
 
-    init(capacity: Int, hash: @escaping @Sendable ([UInt8]) -> UInt64) {
+    private static let scannedRooms = 64
+
+    init(capacity: Int, hasher: IDHasher) {
       self.capacity = capacity
-      self.hash = hash
+      self.hasher = hasher
     }
 
-    func needsMore(_ room: [UInt8]) -> Bool { (byRoom[room]?.hashes.count ?? 0) < capacity }
+    func needsMore(_ room: [UInt8]) -> Bool {
+      guard let i = room.withUnsafeBytes(find) else { return true }
+      return entries[i].hashes.count < capacity
+    }
 
-    mutating func restart(_ room: [UInt8]) { byRoom[room] = nil }
+    mutating func restart(_ room: [UInt8]) {
+      guard let i = room.withUnsafeBytes(find) else { return }
+      entries[i].hashes = []
+      entries[i].newestID = []
+    }
 
     mutating func take(_ line: ArraySlice<UInt8>, room wanted: [UInt8]?) {
-      guard let (id, room) = line.withUnsafeBytes(DedupeRebuild.idAndRoom(ofLine:)) else { return }
-      if let wanted, wanted != room { return }
-      if var entry = byRoom[room] {
-        guard entry.hashes.count < capacity else { return }
-        byRoom[room] = nil
-        entry.hashes.append(hash(id))
-        byRoom[room] = entry
-      } else {
-        byRoom[room] = ([hash(id)], id, line.withUnsafeBytes(DedupeRebuild.time(ofLine:)))
+      line.withUnsafeBytes { line in
+        guard let (idRange, escaped, roomRange) = DedupeRebuild.idAndRoomRanges(ofLine: line)
+        else { return }
+        var room = UnsafeRawBufferPointer(rebasing: line[roomRange])
+        if room.count == 4 && DedupeRebuild.equal(room, at: 0, DedupeRebuild.nullRoom) {
+          room = UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        if let wanted, !wanted.withUnsafeBytes({ Self.same($0, room) }) { return }
+        let i = find(room)
+        let started = i.map { !entries[$0].newestID.isEmpty } ?? false
+        if let i, started, entries[i].hashes.count >= capacity { return }
+        let content = UnsafeRawBufferPointer(rebasing: line[idRange])
+        // A malformed escape unescapes to nothing: no line the store writes has one.
+        let unescaped = escaped ? JSONString.unescape(content) : []
+        guard !escaped || !unescaped.isEmpty else { return }
+        let hash = escaped ? hasher.hash(unescaped) : hasher.hash(content)
+        if let i, started {
+          entries[i].hashes.append(hash)
+          return
+        }
+        // The room's newest id, kept as text, with its line's time.
+        let id = escaped ? unescaped : Array(content)
+        let time = DedupeRebuild.time(ofLine: line)
+        if let i {
+          entries[i].hashes = [hash]
+          entries[i].newestID = id
+          entries[i].time = time
+        } else {
+          let bytes = Array(room)
+          index[bytes] = entries.count
+          roomHashes.append(FNV1a.hash32(room))
+          entries.append((bytes, [hash], id, time))
+        }
       }
+    }
+
+    /// The index of the room whose JSON is `room`, if it has one.
+    private func find(_ room: UnsafeRawBufferPointer) -> Int? {
+      guard entries.count <= Self.scannedRooms else { return index[Array(room)] }
+      let hash = FNV1a.hash32(room)
+      for i in roomHashes.indices where roomHashes[i] == hash {
+        if entries[i].room.withUnsafeBytes({ Self.same($0, room) }) { return i }
+      }
+      return nil
+    }
+
+    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+      guard a.count == b.count else { return false }
+      guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+      return memcmp(x, y, a.count) == 0
     }
 
     func rooms() -> [[UInt8]: Room] {
-      byRoom.mapValues {
-        Room(hashes: $0.hashes.reversed(), newestID: $0.newestID, newestTime: $0.time)
+      var out: [[UInt8]: Room] = [:]
+      for entry in entries where !entry.hashes.isEmpty {
+        out[entry.room] = Room(
+          hashes: entry.hashes.reversed(), newestID: entry.newestID, newestTime: entry.time)
       }
+      return out
     }
   }
 }

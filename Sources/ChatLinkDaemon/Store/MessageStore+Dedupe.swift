@@ -84,7 +84,7 @@ extension MessageStore {
     let directory = options.directory
     // Only the hash's basis crosses to the disk thread: the window stays the loop's.
     let hasher = dedupe.window.hasher
-    let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hash: { hasher.hash($0) })
+    let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hasher: hasher)
     let paths = filePaths
     let livePath = path
     let indexDirectory = self.indexDirectory

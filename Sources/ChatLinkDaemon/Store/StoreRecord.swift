@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import JSON
 import LinkCore
 import WebSocket
@@ -264,7 +265,9 @@ public struct StoreRecord: Sendable, Hashable {
     var i = 0
     var valueStart: Int?
     while i + key.count <= limit {
-      if line[i] == key[0] && line[i..<(i + key.count)].elementsEqual(key) {
+      if line[i] == key[0], let base = line.baseAddress,
+        memcmp(base + i, key.baseAddress!, key.count) == 0
+      {
         valueStart = i + key.count
         break
       }
