@@ -26,4 +26,9 @@ static inline int chatlink_start_writeback(int fd, long long offset, long long c
    for the last newline before a point, which glibc scans many bytes a step. */
 extern void *memrchr(const void *s, int c, size_t n);
 static inline const void *chatlink_memrchr(const void *s, int c, size_t n) { return memrchr(s, c, n); }
+/* memmem, the same (a record's "room" key, read for every line the dedupe window's rebuild reads). */
+extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
+static inline const void *chatlink_memmem(const void *h, size_t hl, const void *n, size_t nl) {
+  return memmem(h, hl, n, nl);
+}
 #endif

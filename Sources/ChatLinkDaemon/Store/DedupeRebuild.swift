@@ -166,8 +166,11 @@ struct DedupeRebuild: Sendable {
         }
         if let wanted, !wanted.withUnsafeBytes({ Self.same($0, room) }) { return }
         let i = find(room)
-        let started = i.map { !entries[$0].newestID.isEmpty } ?? false
-        if let i, started, entries[i].hashes.count >= capacity { return }
+        var started = false
+        if let i {
+          started = !entries[i].newestID.isEmpty
+          if started && entries[i].hashes.count >= capacity { return }
+        }
         let content = UnsafeRawBufferPointer(rebasing: line[idRange])
         // A malformed escape unescapes to nothing: no line the store writes has one.
         let unescaped = escaped ? JSONString.unescape(content) : []

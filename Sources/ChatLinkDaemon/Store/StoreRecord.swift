@@ -1,4 +1,4 @@
-@preconcurrency import Glibc
+import CSystem
 import JSON
 import LinkCore
 import WebSocket
@@ -262,18 +262,11 @@ public struct StoreRecord: Sendable, Hashable {
     let key = UnsafeRawBufferPointer(start: roomKey.utf8Start, count: roomKey.utf8CodeUnitCount)
     // The key sits in the first hundred bytes; never search the payload.
     let limit = min(line.count, 160)
-    var i = 0
-    var valueStart: Int?
-    while i + key.count <= limit {
-      if line[i] == key[0], let base = line.baseAddress,
-        memcmp(base + i, key.baseAddress!, key.count) == 0
-      {
-        valueStart = i + key.count
-        break
-      }
-      i += 1
-    }
-    guard let start = valueStart, start < line.count else { return nil }
+    guard let base = line.baseAddress,
+      let found = chatlink_memmem(base, limit, key.baseAddress!, key.count)
+    else { return nil }
+    let start = base.distance(to: found) + key.count
+    guard start < line.count else { return nil }
     var end = start
     if line[start] == UInt8(ascii: "\"") {
       end += 1
