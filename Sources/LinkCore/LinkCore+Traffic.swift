@@ -9,7 +9,7 @@ extension LinkCore {
     let current = phase
     guard current == .settingUp || current == .ready || current == .closing else { return }
     keepalive.frameArrived(now: now)
-    var reading = ProtocolReading(record: nil)
+    var reading = ProtocolReading()
     backend.read(consume message, into: &reading)
     // Taken, not copied: every inbound frame's record passes here.
     if let record = reading.record.take() {
