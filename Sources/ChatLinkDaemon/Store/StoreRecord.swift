@@ -199,6 +199,8 @@ public struct StoreRecord: Sendable, Hashable {
   private static func idIsPlain(
     _ clientID: ClientID?, _ messageID: UnsafeRawBufferPointer?, _ messageIDIsPlain: Bool
   ) -> Bool {
+    // A drawn client id (every `send -` line's) is plain: known here without a call.
+    if case .generated = clientID { return true }
     if let clientID { return clientID.isPlain }
     guard let messageID, !messageIDIsPlain else { return true }
     return JSONString.isPlain(messageID.assumingMemoryBound(to: UInt8.self))
