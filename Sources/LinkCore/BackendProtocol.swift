@@ -355,6 +355,11 @@ public struct ProtocolReading: Sendable {
     _modify { yield &rare.notice }
   }
 
+  /// An empty reading, for a dialect to fill in place. The core makes one for every inbound
+  /// frame, and the initializer below, through its defaults' conditional setters, builds its
+  /// value twice, copying one and destroying the other.
+  public init() {}
+
   /// Creates a reading; by default a frame stored as `record` and nothing else.
   public init(
     record: InboundMessage?, acknowledgement: Message? = nil, echoedClientID: String? = nil,

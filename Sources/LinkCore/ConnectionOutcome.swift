@@ -35,8 +35,10 @@ public enum ConnectionOutcome: Sendable, Hashable, CustomStringConvertible {
   case protocolViolation(String)
   /// The backend ended its session on purpose, with its reason.
   case sessionEnded(String)
-  /// The backend sent us to another URL, where the next connection goes at once.
-  case redirected(WebSocketURL)
+  /// The backend sent us to another URL, where the next connection goes at once. (Boxed: the
+  /// URL's layout, inline, would make every event that the core takes, an inbound frame's too,
+  /// larger and slower to move.)
+  indirect case redirected(WebSocketURL)
   /// We gave the attempt up ourselves (a reconnect or stop request).
   case cancelled
 

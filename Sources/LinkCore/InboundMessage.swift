@@ -39,15 +39,19 @@ public struct InboundMessage: Sendable {
     set { marks.id = newValue }
   }
 
+  /// Whether it has an id (`id` is not nil), read without making the id.
+  @inlinable @inline(__always)
+  public var hasID: Bool { marks.hasID }
+
   /// Creates a record's content.
   public init(
     payload: Message, scan: PayloadScan, room: [UInt8]? = nil, id: MessageIDText? = nil
   ) {
     self.payload = payload
     self.room = room
-    marks = RecordMarks()
-    self.scan = scan
-    self.id = id
+    // The word made at once, not field by field through the setters: every inbound frame's
+    // record is made here.
+    marks = RecordMarks(scan: scan, id: id)
   }
 }
 
@@ -60,6 +64,21 @@ struct RecordMarks: Sendable {
 
   @inlinable init() {}
 
+  @inlinable @inline(__always)
+  init(scan: PayloadScan, id: MessageIDText?) {
+    bits = Self.code(of: scan) | (id?.packed ?? 0) << 20
+  }
+
+  /// The scan's two bits.
+  @inlinable @inline(__always)
+  static func code(of scan: PayloadScan) -> UInt64 {
+    switch scan {
+    case .unscanned: 0
+    case .notJSON: 1
+    case .json(let hasLineBreaks): hasLineBreaks ? 3 : 2
+    }
+  }
+
   @inlinable
   var scan: PayloadScan {
     get {
@@ -69,15 +88,7 @@ struct RecordMarks: Sendable {
       default: .json(hasLineBreaks: bits & 3 == 3)
       }
     }
-    set {
-      let code: UInt64
-      switch newValue {
-      case .unscanned: code = 0
-      case .notJSON: code = 1
-      case .json(let hasLineBreaks): code = hasLineBreaks ? 3 : 2
-      }
-      bits = bits & ~3 | code
-    }
+    set { bits = bits & ~3 | Self.code(of: newValue) }
   }
 
   @inlinable
@@ -94,6 +105,10 @@ struct RecordMarks: Sendable {
       }
     }
   }
+
+  /// Whether `id` is not nil: its length is not 0 (`MessageIDText(packed:)`).
+  @inlinable @inline(__always)
+  var hasID: Bool { bits >> 45 & (1 << 17 - 1) != 0 }
 
   @inlinable
   var id: MessageIDText? {

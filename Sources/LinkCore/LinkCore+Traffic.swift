@@ -9,11 +9,18 @@ extension LinkCore {
     let current = phase
     guard current == .settingUp || current == .ready || current == .closing else { return }
     keepalive.frameArrived(now: now)
-    var reading = ProtocolReading(record: nil)
+    var reading = ProtocolReading()
     backend.read(consume message, into: &reading)
     // Taken, not copied: every inbound frame's record passes here.
     if let record = reading.record.take() {
-      store(record, acknowledgement: reading.acknowledgement.take(), &actions)
+      if let acknowledgement = reading.acknowledgement.take() {
+        store(record, acknowledgement: acknowledgement, &actions)
+      } else {
+        // Most records: nothing waits for them to be durable, and no acknowledgement is left
+        // to destroy.
+        counters.received += 1
+        actions.append(.store(consume record, acknowledged: false))
+      }
     }
     let control = reading.hasControlFields
     if control { storeAndAnswer(reading, current: current, now: now, &actions) }

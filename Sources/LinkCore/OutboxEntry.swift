@@ -36,26 +36,34 @@ public struct OutboxEntry: Sendable, Hashable {
   }
 
   private let batch: Batch
-  // 32 bits, so that the flag below fits beside it: an entry stays two words.
-  private let index: Int32
+  /// The entry's place in the batch, with `released` in the sign bit: an entry is two whole
+  /// words, so the enums that carry one (the link's actions) move it without a byte of padding
+  /// to step around.
+  private var slot: Int
+
+  /// The entry's place in the batch.
+  private var index: Int { slot & Int.max }
 
   /// The backend holds the message and we released it (MQTT QoS 2: its PUBREC came and our
   /// PUBREL is durable in the outbox): it must never be sent again, only its release, until the
   /// backend confirms it. State, not identity: equality and hashing leave it out.
-  public var released = false
+  public var released: Bool {
+    get { slot < 0 }
+    set { slot = newValue ? slot | Int.min : slot & Int.max }
+  }
 
   /// The client id that travels with the message, so backends can de-duplicate. A drawn id's
   /// text is made on each call: the paths every message takes use `clientID`.
   public var id: String { clientID.description }
   /// The client id, as the outbox keeps it.
-  public var clientID: ClientID { batch.ids[Int(index)] }
+  public var clientID: ClientID { batch.ids[index] }
   /// The room (nil in raw mode).
   public var room: RoomID? { batch.room }
   /// Whether both were accepted together (and so share their room and time).
   public func isInBatch(of other: OutboxEntry) -> Bool { batch === other.batch }
   /// The message text, made on each call: the paths every message takes read its bytes with
   /// `withTextUTF8`.
-  public var text: String { batch.texts[Int(index)] }
+  public var text: String { batch.texts[index] }
   /// The message text's UTF-8 bytes, copied out.
   public var textBytes: [UInt8] {
     var bytes: [UInt8] = []
@@ -63,12 +71,12 @@ public struct OutboxEntry: Sendable, Hashable {
     return bytes
   }
   /// The message text's length in UTF-8 bytes.
-  public var textUTF8Count: Int { batch.texts.utf8Count(at: Int(index)) }
+  public var textUTF8Count: Int { batch.texts.utf8Count(at: index) }
   /// Calls `body` with the text's UTF-8 bytes, read where the batch keeps them (no copy of
   /// the string, so no reference count). Not generic: across modules, a generic result would
   /// look up its type's metadata on every call.
   public func withTextUTF8(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-    batch.texts.withUTF8(at: Int(index), body)
+    batch.texts.withUTF8(at: index, body)
   }
 
   /// A counter, monotonic across restarts; sent as the envelope's `count`.
@@ -77,7 +85,7 @@ public struct OutboxEntry: Sendable, Hashable {
   public var created: Timestamp { batch.created }
   /// Whether text and id go into a JSON string as they are (nothing to escape, as nearly
   /// always): checked once here, for the outbox line and the frame that each write them.
-  public var isPlain: Bool { batch.plain[Int(index)] }
+  public var isPlain: Bool { batch.plain[index] }
 
   /// Creates an entry.
   public init(id: String, room: RoomID?, text: String, count: UInt64, created: Timestamp) {
@@ -90,7 +98,7 @@ public struct OutboxEntry: Sendable, Hashable {
 
   private init(_ batch: Batch, _ index: Int) {
     self.batch = batch
-    self.index = Int32(index)
+    slot = index
   }
 
   /// The entries of messages accepted together, in order: `texts[i]` with `ids[i]` and count

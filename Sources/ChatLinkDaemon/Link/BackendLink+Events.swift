@@ -83,12 +83,21 @@ extension BackendLink {
   func storeInbound(_ record: InboundMessage) -> UInt64 {
     // The time of the read that brought the frame (records come only from the client's reads).
     let time = readTime
-    let (seq, duplicate) = store.appendInbound(
-      room: record.room, id: record.id, meta: record.meta, payload: record.payload,
-      scan: record.scan, time: time)
-    if duplicate {
-      logger.debug("inbound message already stored; dropped", ["room": roomText(record.room)])
-      return seq
+    let seq: UInt64
+    if record.hasID {
+      let (appended, duplicate) = store.appendInbound(
+        room: record.room, id: record.id, meta: record.meta, payload: record.payload,
+        scan: record.scan, time: time)
+      if duplicate {
+        logger.debug("inbound message already stored; dropped", ["room": roomText(record.room)])
+        return appended
+      }
+      seq = appended
+    } else {
+      // Without an id there is nothing to look up: straight to the store.
+      seq = store.append(
+        direction: .inbound, room: record.room, meta: record.meta, payload: record.payload,
+        scan: record.scan, time: time)
     }
     if case .notJSON = record.scan {
       logger.debug("inbound frame is not JSON; stored as text", ["seq": String(seq)])

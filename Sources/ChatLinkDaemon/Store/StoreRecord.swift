@@ -136,9 +136,9 @@ public struct StoreRecord: Sendable, Hashable {
       line.write(direction == .inbound ? dirIn : dirOut)
       if let room { room.withUnsafeBytes { line.write($0) } } else { line.write(null) }
     }
-    let id = RecordID(clientID: clientID, messageID: messageID, plain: messageIDIsPlain)
     guard isText else {
       out.append(maxCount: prefixBytes, writePrefix)
+      let id = RecordID(clientID: clientID, messageID: messageID, plain: messageIDIsPlain)
       appendBinary(raw, id, meta, to: &out)
       return
     }
@@ -149,33 +149,62 @@ public struct StoreRecord: Sendable, Hashable {
         } else {
           scan
         }
+      // The usual record reads its id where it is: a `RecordID` would copy a client id (and
+      // count a reference to a given one's text) for every line.
+      let idCount = clientID?.utf8Count ?? messageID?.count
       // An id rides along when it needs no escapes, as ids mostly do.
       let lineBytes =
         prefixBytes + typeJSONData.utf8CodeUnitCount + raw.count + 2
-        + (id.map { idKey.utf8CodeUnitCount + $0.utf8Count + 2 } ?? 0)
+        + (idCount.map { idKey.utf8CodeUnitCount + $0 + 2 } ?? 0)
       if case .json(hasLineBreaks: false) = known, meta == nil, lineBytes <= inlineLineLimit,
-        id?.isPlain ?? true
+        idIsPlain(clientID, messageID, messageIDIsPlain)
       {
-        // The usual record: the whole line in one append, the payload copied twice (into the
-        // stack, then into `out`), which costs less than three more appends.
+        // The whole line in one append, the payload copied twice (into the stack, then into
+        // `out`), which costs less than three more appends.
         out.append(maxCount: lineBytes) { line in
           writePrefix(&line)
-          if let id {
-            line.write(typeJSON)
-            line.write(idKey)
-            id.withUTF8 { line.writeQuoted($0) }
-            line.write(dataKey)
-          } else {
-            line.write(typeJSONData)
-          }
+          writeTypeAndID(clientID, messageID, to: &line)
           line.write(raw)
           line.write(lineEnd)
         }
       } else {
         out.append(maxCount: prefixBytes, writePrefix)
+        let id = RecordID(clientID: clientID, messageID: messageID, plain: messageIDIsPlain)
         appendText(raw, known, id, meta, to: &out)
       }
     }
+  }
+
+  /// The one-append line's members between the room and the payload: the type, the id (when
+  /// there is one, quoted as it is) and the `data` key.
+  @inline(__always)
+  private static func writeTypeAndID(
+    _ clientID: ClientID?, _ messageID: UnsafeRawBufferPointer?, to line: inout ByteWriter
+  ) {
+    guard clientID != nil || messageID != nil else {
+      line.write(typeJSONData)
+      return
+    }
+    line.write(typeJSON)
+    line.write(idKey)
+    if let clientID {
+      clientID.withUTF8 { line.writeQuoted(UnsafeRawBufferPointer($0)) }
+    } else if let messageID {
+      line.writeQuoted(messageID)
+    }
+    line.write(dataKey)
+  }
+
+  /// Whether the id, if there is one, goes into quotes as it is (nothing to escape).
+  @inline(__always)
+  private static func idIsPlain(
+    _ clientID: ClientID?, _ messageID: UnsafeRawBufferPointer?, _ messageIDIsPlain: Bool
+  ) -> Bool {
+    // A drawn client id (every `send -` line's) is plain: known here without a call.
+    if case .generated = clientID { return true }
+    if let clientID { return clientID.isPlain }
+    guard let messageID, !messageIDIsPlain else { return true }
+    return JSONString.isPlain(messageID.assumingMemoryBound(to: UInt8.self))
   }
 
   /// The rest of a text record's line, after the room, member by member.
@@ -296,31 +325,6 @@ private enum RecordID {
       self = .message(messageID, plain: plain)
     } else {
       return nil
-    }
-  }
-
-  /// Its length in bytes, unescaped.
-  var utf8Count: Int {
-    switch self {
-    case .client(let id): id.utf8Count
-    case .message(let bytes, _): bytes.count
-    }
-  }
-
-  /// Whether it is written in quotes as it is (nothing to escape).
-  var isPlain: Bool {
-    switch self {
-    case .client(let id): id.isPlain
-    case .message(let bytes, let plain):
-      plain || JSONString.isPlain(bytes.assumingMemoryBound(to: UInt8.self))
-    }
-  }
-
-  /// Calls `body` with its bytes.
-  func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-    switch self {
-    case .client(let id): id.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-    case .message(let bytes, _): body(bytes)
     }
   }
 

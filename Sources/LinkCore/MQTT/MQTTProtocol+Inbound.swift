@@ -4,7 +4,7 @@ import WebSocket
 /// What the broker sends: packets out of binary frames, and what each one means.
 extension MQTTProtocol {
   public mutating func read(_ message: Message) -> ProtocolReading {
-    var reading = ProtocolReading(record: nil)
+    var reading = ProtocolReading()
     guard case .binary(let bytes) = message else {
       reading.session = .broken("a text frame (MQTT travels in binary frames)")
       return reading

@@ -4,7 +4,7 @@ import WebSocket
 /// What the server sends: frames out of text or binary messages, and what each one means.
 extension STOMPProtocol {
   public mutating func read(_ message: Message) -> ProtocolReading {
-    var reading = ProtocolReading(record: nil)
+    var reading = ProtocolReading()
     decoder.append(message.bytes)
     do {
       while let item = try decoder.next() {
