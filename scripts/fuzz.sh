@@ -15,8 +15,8 @@
 #   metrics    Tests/Fuzz/MetricsFuzzer.swift: MetricsRequestParser reading what anyone who
 #              reaches the metrics port sends, and MetricsHTTPResponse (ChatLinkDaemon/Metrics)
 #   dedupe     Tests/Fuzz/DedupeFuzzer.swift: the store's dedupe window (ChatLinkDaemon/Store):
-#              DedupeRebuild.idAndRoom on any store line and on the store's own lines, and
-#              DedupeWindow against a model
+#              DedupeRebuild.idAndRoom on any store line and on the store's own lines,
+#              DedupeWindow against a model, and DedupeSnapshot on damaged snapshots
 #   xmpp       Tests/Fuzz/XMPPFuzzer.swift: XMLFrameParser (expat) on RFC 7395 frames in any
 #              split, XMLWriter round trips, SASLNegotiation and StreamNegotiation reading a
 #              hostile server (XMPP)
