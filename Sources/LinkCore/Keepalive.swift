@@ -128,6 +128,9 @@ public struct Keepalive: Sendable {
   /// Any frame from the peer: it is alive.
   public mutating func frameArrived(now: MonotonicInstant) {
     if outstanding != nil { lastFrame = now }
+    // A peer whose heartbeats are late because it is busy sending proves itself alive with
+    // every frame: a flood that delays Socket.IO's pings is not a dead server.
+    if peerBeat != nil { peerBeat?.at = now }
   }
 
   /// A pong with `payload` arrived at `now`.

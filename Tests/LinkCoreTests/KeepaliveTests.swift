@@ -30,6 +30,20 @@ final class KeepaliveTests: XCTestCase {
     XCTAssertNil(keepalive.outstanding)
   }
 
+  func testAnyFrameOfAPeerThatSendsHeartbeatsMovesItsNextDueTime() {
+    var keepalive = Keepalive(interval: .seconds(10), timeout: .seconds(5))
+    keepalive.peerHeartbeat(now: t0, within: .seconds(2))
+    XCTAssertEqual(keepalive.deadline, t0 + .seconds(2))
+    keepalive.frameArrived(now: t0 + .milliseconds(1500))
+    XCTAssertEqual(keepalive.deadline, t0 + .milliseconds(3500), "a data frame is a sign of life")
+    XCTAssertEqual(
+      keepalive.deadlineExpired(now: t0 + .seconds(2), readingPaused: false),
+      .extend(.milliseconds(1500)))
+    XCTAssertEqual(
+      keepalive.deadlineExpired(now: t0 + .milliseconds(3500), readingPaused: false),
+      .dead(failedPings: []), "then silence past the promise")
+  }
+
   func testWhileReadingIsPausedSilenceSaysNothingAboutThePeer() {
     var keepalive = Keepalive(interval: .seconds(10), timeout: .seconds(5))
     _ = keepalive.tick(now: t0, covers: 0)
