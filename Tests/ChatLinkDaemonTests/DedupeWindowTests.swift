@@ -91,4 +91,23 @@ final class DedupeWindowTests: XCTestCase {
       XCTAssertEqual(window.count, model.values.reduce(0) { $0 + $1.queue.count })
     }
   }
+
+  func testTheRoomHashIsTheRoomIndexsAndGivenItTheWindowAgreesWithHashingItself() {
+    for room in ["7", #""general""#, "null", ""] {
+      XCTAssertEqual(DedupeWindow.roomHash(bytes(room)), RoomIndex.roomHash(bytes(room)))
+    }
+    var hashing = DedupeWindow(capacity: 4, maxRooms: 3, basis: 1)
+    var given = DedupeWindow(capacity: 4, maxRooms: 3, basis: 1)
+    for n in 0..<60 {
+      let room: [UInt8]? = n % 7 == 0 ? nil : bytes("\(n % 5)")
+      let id = bytes("m\(n % 9)")
+      let hash = DedupeWindow.roomHash(room ?? [])
+      let expected = hashing.insert(room: room, id: id)
+      let got = id.withUnsafeBytes { given.insert(room: room, roomHash: hash, id: $0) }
+      XCTAssertEqual(got, expected, "message \(n)")
+      XCTAssertEqual(given.newestID(room: room), hashing.newestID(room: room))
+    }
+    XCTAssertEqual(given.count, hashing.count)
+    XCTAssertEqual(given.roomCount, hashing.roomCount)
+  }
 }

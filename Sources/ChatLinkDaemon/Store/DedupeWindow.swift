@@ -66,8 +66,17 @@ struct DedupeWindow {
   /// duplicate.
   @discardableResult
   mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer, time: Timestamp? = nil) -> Bool {
+    insert(room: room, roomHash: Self.roomHash(room ?? []), id: id, time: time)
+  }
+
+  /// `insert(room:id:time:)` given `roomHash(room)`: the store hashes the room for its room
+  /// index already, and a second pass over its bytes cost every message.
+  @discardableResult
+  mutating func insert(
+    room: [UInt8]?, roomHash: UInt32, id: UnsafeRawBufferPointer, time: Timestamp? = nil
+  ) -> Bool {
     guard isEnabled else { return true }
-    let index = self.index(of: room ?? [])
+    let index = self.index(of: room ?? [], hash: roomHash)
     return recent[index].insert(
       hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
       capacity: capacity)
@@ -153,7 +162,11 @@ struct DedupeWindow {
 
   /// `room`'s index if it has one, and the slot it is in or would take.
   private func find(_ room: [UInt8]) -> (index: Int?, slot: Int) {
-    let hash = Self.roomHash(room)
+    find(room, hash: Self.roomHash(room))
+  }
+
+  /// `find(_:)` given the room's hash.
+  private func find(_ room: [UInt8], hash: UInt32) -> (index: Int?, slot: Int) {
     let mask = self.mask
     return roomSlots.withUnsafeBufferPointer { slots in
       roomHashes.withUnsafeBufferPointer { hashes in
@@ -168,9 +181,10 @@ struct DedupeWindow {
     }
   }
 
-  /// A room's FNV-1a hash, read through a pointer (a room is a few bytes).
+  /// A room's FNV-1a hash (`RoomIndex.roomHash`; no room is no bytes), read through a pointer
+  /// (a room is a few bytes).
   @inline(__always)
-  private static func roomHash(_ room: [UInt8]) -> UInt32 {
+  static func roomHash(_ room: [UInt8]) -> UInt32 {
     room.withUnsafeBufferPointer { bytes in
       var hash = FNV1a.basis32
       for byte in bytes { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
@@ -179,16 +193,17 @@ struct DedupeWindow {
   }
 
   /// `room`'s index, made (and the room least recently seen given up) when it has none.
-  private mutating func index(of room: [UInt8]) -> Int {
+  private mutating func index(of room: [UInt8], hash: UInt32? = nil) -> Int {
     clock &+= 1
-    let found = find(room)
+    let hash = hash ?? Self.roomHash(room)
+    let found = find(room, hash: hash)
     if let index = found.index {
       lastSeen[index] = clock
       return index
     }
     if rooms.count < maxRooms {
       rooms.append(room)
-      roomHashes.append(Self.roomHash(room))
+      roomHashes.append(hash)
       lastSeen.append(clock)
       recent.append(RecentIDs())
       roomSlots[found.slot] = Int32(rooms.count - 1)
@@ -197,7 +212,7 @@ struct DedupeWindow {
     // Rare: the slots are simply laid out again.
     let index = lastSeen.indices.min { lastSeen[$0] < lastSeen[$1] } ?? 0
     rooms[index] = room
-    roomHashes[index] = Self.roomHash(room)
+    roomHashes[index] = hash
     lastSeen[index] = clock
     recent[index] = RecentIDs()
     roomSlots = Array(repeating: -1, count: roomSlots.count)
