@@ -76,7 +76,13 @@ struct DedupeWindow {
     room: [UInt8]?, roomHash: UInt32, id: UnsafeRawBufferPointer, time: Timestamp? = nil
   ) -> Bool {
     guard isEnabled else { return true }
-    let index = self.index(of: room ?? [], hash: roomHash)
+    // Not `room ?? []`: the operator returns a copy of the room, a retain and a release.
+    let index: Int
+    if let room {
+      index = self.index(of: room, hash: roomHash)
+    } else {
+      index = self.index(of: [], hash: roomHash)
+    }
     return recent[index].insert(
       hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
       capacity: capacity)
@@ -166,6 +172,7 @@ struct DedupeWindow {
   }
 
   /// `find(_:)` given the room's hash.
+  @inline(__always)
   private func find(_ room: [UInt8], hash: UInt32) -> (index: Int?, slot: Int) {
     let mask = self.mask
     return roomSlots.withUnsafeBufferPointer { slots in
@@ -193,20 +200,33 @@ struct DedupeWindow {
   }
 
   /// `room`'s index, made (and the room least recently seen given up) when it has none.
-  private mutating func index(of room: [UInt8], hash: UInt32? = nil) -> Int {
+  private mutating func index(of room: [UInt8]) -> Int {
+    index(of: room, hash: Self.roomHash(room))
+  }
+
+  /// `index(of:)` given the room's hash; a room that has its index is found inline (a call
+  /// for each message cost its frame), a new one is added out of line.
+  @inline(__always)
+  private mutating func index(of room: [UInt8], hash: UInt32) -> Int {
     clock &+= 1
-    let hash = hash ?? Self.roomHash(room)
     let found = find(room, hash: hash)
     if let index = found.index {
       lastSeen[index] = clock
       return index
     }
+    return add(room, hash: hash, slot: found.slot)
+  }
+
+  /// A room without an index gets one in `slot` (where `find` ended), or the room least
+  /// recently seen gives its up.
+  @inline(never)
+  private mutating func add(_ room: [UInt8], hash: UInt32, slot: Int) -> Int {
     if rooms.count < maxRooms {
       rooms.append(room)
       roomHashes.append(hash)
       lastSeen.append(clock)
       recent.append(RecentIDs())
-      roomSlots[found.slot] = Int32(rooms.count - 1)
+      roomSlots[slot] = Int32(rooms.count - 1)
       return rooms.count - 1
     }
     // Rare: the slots are simply laid out again.
@@ -248,18 +268,24 @@ struct IDHasher: Sendable {
       hash = Self.mix(hash, base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
       offset += 8
     }
-    if offset < id.count {
-      // The last bytes, little-endian: a call to memcpy would cost more than they do.
-      var last: UInt64 = 0
-      var shift: UInt64 = 0
-      while offset < id.count {
-        last |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
-        shift += 8
-        offset += 1
-      }
-      hash = Self.mix(hash, last)
-    }
+    let rest = id.count - offset
+    if rest > 0 { hash = Self.mix(hash, Self.tail(base + offset, rest)) }
     return Self.finish(hash)
+  }
+
+  /// The last `count` (1...7) bytes at `bytes`, little-endian and padded with zeros, read as
+  /// two loads that may overlap (a call to memcpy, or a byte at a time, cost more).
+  @inline(__always)
+  private static func tail(_ bytes: UnsafeRawPointer, _ count: Int) -> UInt64 {
+    if count >= 4 {
+      let low = UInt64(bytes.loadUnaligned(as: UInt32.self))
+      let high = UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+      return low | (high >> (64 - 8 * UInt64(count))) << 32
+    }
+    let first = UInt64(bytes.load(as: UInt8.self))
+    let middle = UInt64(bytes.load(fromByteOffset: count >> 1, as: UInt8.self))
+    let last = UInt64(bytes.load(fromByteOffset: count - 1, as: UInt8.self))
+    return first | middle << (8 * UInt64(count >> 1)) | last << (8 * UInt64(count - 1))
   }
 
   @inline(__always)
