@@ -67,12 +67,20 @@ struct RecentIDs {
     } else {
       let oldest = ring[head]
       inserted = table.withUnsafeMutableBufferPointer { table in
-        guard !Self.probe(hash, UnsafeBufferPointer(table)).found else { return false }
+        let probe = Self.probe(hash, UnsafeBufferPointer(table))
+        guard !probe.found else { return false }
         // Full: the oldest leaves, the new one takes its place in the ring. Only a table
         // that does not hold every id of its ring (a damaged snapshot's) lacks the oldest;
         // the new one then stays out of it too, so the table never holds more ids than the
         // ring, and a free slot always ends a probe.
-        if Self.remove(low: oldest, table) { Self.place(hash, table) }
+        let freed = Self.remove(low: oldest, table)
+        guard freed >= 0 else { return true }
+        // The removal frees one slot: the new hash takes it when it lies on its probe before
+        // the free slot the probe found (where `place` would put it, without probing again).
+        let home = Self.home(hash, table.count)
+        let onPath =
+          Self.distance(home, freed, table.count) < Self.distance(home, probe.slot, table.count)
+        table[onPath ? freed : probe.slot] = hash
         return true
       }
       if inserted {
@@ -163,13 +171,14 @@ struct RecentIDs {
   /// of a room's ids whose hashes share 32 bits and a run are about one in 2³² a pair), moving
   /// later entries of its run back into the gap (deletion without tombstones keeps lookups short
   /// however long the room lives).
-  /// Returns false when no hash has that low half.
+  /// Returns the slot left free (every other slot stays as full as it was), or -1 when no hash
+  /// has that low half.
   @inline(__always)
-  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Bool {
+  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Int {
     let size = table.count
     var gap = home(UInt64(low), size)
     while UInt32(truncatingIfNeeded: table[gap]) != low || table[gap] == 0 {
-      guard table[gap] != 0 else { return false }
+      guard table[gap] != 0 else { return -1 }
       gap = gap + 1 == size ? 0 : gap + 1
     }
     var slot = gap + 1 == size ? 0 : gap + 1
@@ -185,6 +194,12 @@ struct RecentIDs {
       slot = slot + 1 == size ? 0 : slot + 1
     }
     table[gap] = 0
-    return true
+    return gap
+  }
+
+  /// How many slots on from `from` `to` is, round the table's end.
+  @inline(__always)
+  private static func distance(_ from: Int, _ to: Int, _ size: Int) -> Int {
+    to >= from ? to - from : to + size - from
   }
 }
