@@ -177,21 +177,26 @@ struct RecentIDs {
   private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Int {
     let size = table.count
     var gap = home(UInt64(low), size)
-    while UInt32(truncatingIfNeeded: table[gap]) != low || table[gap] == 0 {
-      guard table[gap] != 0 else { return -1 }
+    while true {
+      let held = table[gap]
+      guard held != 0 else { return -1 }
+      if UInt32(truncatingIfNeeded: held) == low { break }
       gap = gap + 1 == size ? 0 : gap + 1
     }
     var slot = gap + 1 == size ? 0 : gap + 1
-    while table[slot] != 0 {
-      let entryHome = home(table[slot], size)
+    // How far `slot` is past the gap, counted as they move rather than worked out each step.
+    var toGap = 1
+    while true {
+      let held = table[slot]
+      if held == 0 { break }
       // The entry may move into the gap unless its home lies cyclically in (gap, slot].
-      let toHome = slot >= entryHome ? slot - entryHome : slot + size - entryHome
-      let toGap = slot >= gap ? slot - gap : slot + size - gap
-      if toHome >= toGap {
-        table[gap] = table[slot]
+      if distance(home(held, size), slot, size) >= toGap {
+        table[gap] = held
         gap = slot
+        toGap = 0
       }
       slot = slot + 1 == size ? 0 : slot + 1
+      toGap += 1
     }
     table[gap] = 0
     return gap
