@@ -149,8 +149,7 @@ public final class MessageStore {
   }
 
   /// Appends a record, its payload given as its bytes (read where they lie) and its kind;
-  /// returns its seq. It becomes durable asynchronously (`onDurable`). `roomHash`, when given,
-  /// is `RoomIndex.roomHash(room)` as the caller computed it already.
+  /// returns its seq, durable asynchronously (`onDurable`). `roomHash`: the room's, if known.
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
