@@ -91,4 +91,57 @@ final class DedupeWindowTests: XCTestCase {
       XCTAssertEqual(window.count, model.values.reduce(0) { $0 + $1.queue.count })
     }
   }
+
+  func testTheRoomHashIsTheRoomIndexsAndGivenItTheWindowAgreesWithHashingItself() {
+    for room in ["7", #""general""#, "null", ""] {
+      XCTAssertEqual(DedupeWindow.roomHash(bytes(room)), RoomIndex.roomHash(bytes(room)))
+    }
+    var hashing = DedupeWindow(capacity: 4, maxRooms: 3, basis: 1)
+    var given = DedupeWindow(capacity: 4, maxRooms: 3, basis: 1)
+    for n in 0..<60 {
+      let room: [UInt8]? = n % 7 == 0 ? nil : bytes("\(n % 5)")
+      let id = bytes("m\(n % 9)")
+      let hash = DedupeWindow.roomHash(room ?? [])
+      let expected = hashing.insert(room: room, id: id)
+      let got = id.withUnsafeBytes { given.insert(room: room, roomHash: hash, id: $0) }
+      XCTAssertEqual(got, expected, "message \(n)")
+      XCTAssertEqual(given.newestID(room: room), hashing.newestID(room: room))
+    }
+    XCTAssertEqual(given.count, hashing.count)
+    XCTAssertEqual(given.roomCount, hashing.roomCount)
+  }
+
+  func testTheIDHashReadsTheLastBytesAsItsWordByteByByteWouldHoldThem() {
+    // The hashes a snapshot holds must still match: the word as a byte at a time built it.
+    func reference(_ id: [UInt8], basis: UInt64) -> UInt64 {
+      func mix(_ hash: UInt64, _ word: UInt64) -> UInt64 {
+        let mixed = (hash ^ word) &* 0xFF51_AFD7_ED55_8CCD
+        return mixed ^ (mixed >> 32)
+      }
+      var hash = basis ^ UInt64(id.count) &* 0x9E37_79B9_7F4A_7C15
+      var offset = 0
+      while offset < id.count {
+        var word: UInt64 = 0
+        for (n, byte) in id[offset..<min(offset + 8, id.count)].enumerated() {
+          word |= UInt64(byte) << (8 * UInt64(n))
+        }
+        hash = mix(hash, word)
+        offset += 8
+      }
+      hash ^= hash >> 33
+      hash = hash &* 0xC4CE_B9FE_1A85_EC53
+      return hash ^ (hash >> 33)
+    }
+    let hasher = IDHasher(basis: 0x1234_5678_9ABC_DEF0)
+    let bytes = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 200) }
+    for start in 0..<3 {
+      for count in 0...(bytes.count - start) {
+        let id = Array(bytes[start..<(start + count)])
+        let got = bytes.withUnsafeBytes {
+          hasher.hash(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)]))
+        }
+        XCTAssertEqual(got, reference(id, basis: hasher.basis), "\(count) bytes at \(start)")
+      }
+    }
+  }
 }

@@ -66,8 +66,23 @@ struct DedupeWindow {
   /// duplicate.
   @discardableResult
   mutating func insert(room: [UInt8]?, id: UnsafeRawBufferPointer, time: Timestamp? = nil) -> Bool {
+    insert(room: room, roomHash: Self.roomHash(room ?? []), id: id, time: time)
+  }
+
+  /// `insert(room:id:time:)` given `roomHash(room)`: the store hashes the room for its room
+  /// index already, and a second pass over its bytes cost every message.
+  @discardableResult
+  mutating func insert(
+    room: [UInt8]?, roomHash: UInt32, id: UnsafeRawBufferPointer, time: Timestamp? = nil
+  ) -> Bool {
     guard isEnabled else { return true }
-    let index = self.index(of: room ?? [])
+    // Not `room ?? []`: the operator returns a copy of the room, a retain and a release.
+    let index: Int
+    if let room {
+      index = self.index(of: room, hash: roomHash)
+    } else {
+      index = self.index(of: [], hash: roomHash)
+    }
     return recent[index].insert(
       hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
       capacity: capacity)
@@ -153,7 +168,12 @@ struct DedupeWindow {
 
   /// `room`'s index if it has one, and the slot it is in or would take.
   private func find(_ room: [UInt8]) -> (index: Int?, slot: Int) {
-    let hash = Self.roomHash(room)
+    find(room, hash: Self.roomHash(room))
+  }
+
+  /// `find(_:)` given the room's hash.
+  @inline(__always)
+  private func find(_ room: [UInt8], hash: UInt32) -> (index: Int?, slot: Int) {
     let mask = self.mask
     return roomSlots.withUnsafeBufferPointer { slots in
       roomHashes.withUnsafeBufferPointer { hashes in
@@ -168,9 +188,10 @@ struct DedupeWindow {
     }
   }
 
-  /// A room's FNV-1a hash, read through a pointer (a room is a few bytes).
+  /// A room's FNV-1a hash (`RoomIndex.roomHash`; no room is no bytes), read through a pointer
+  /// (a room is a few bytes).
   @inline(__always)
-  private static func roomHash(_ room: [UInt8]) -> UInt32 {
+  static func roomHash(_ room: [UInt8]) -> UInt32 {
     room.withUnsafeBufferPointer { bytes in
       var hash = FNV1a.basis32
       for byte in bytes { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
@@ -180,24 +201,38 @@ struct DedupeWindow {
 
   /// `room`'s index, made (and the room least recently seen given up) when it has none.
   private mutating func index(of room: [UInt8]) -> Int {
+    index(of: room, hash: Self.roomHash(room))
+  }
+
+  /// `index(of:)` given the room's hash; a room that has its index is found inline (a call
+  /// for each message cost its frame), a new one is added out of line.
+  @inline(__always)
+  private mutating func index(of room: [UInt8], hash: UInt32) -> Int {
     clock &+= 1
-    let found = find(room)
+    let found = find(room, hash: hash)
     if let index = found.index {
       lastSeen[index] = clock
       return index
     }
+    return add(room, hash: hash, slot: found.slot)
+  }
+
+  /// A room without an index gets one in `slot` (where `find` ended), or the room least
+  /// recently seen gives its up.
+  @inline(never)
+  private mutating func add(_ room: [UInt8], hash: UInt32, slot: Int) -> Int {
     if rooms.count < maxRooms {
       rooms.append(room)
-      roomHashes.append(Self.roomHash(room))
+      roomHashes.append(hash)
       lastSeen.append(clock)
       recent.append(RecentIDs())
-      roomSlots[found.slot] = Int32(rooms.count - 1)
+      roomSlots[slot] = Int32(rooms.count - 1)
       return rooms.count - 1
     }
     // Rare: the slots are simply laid out again.
     let index = lastSeen.indices.min { lastSeen[$0] < lastSeen[$1] } ?? 0
     rooms[index] = room
-    roomHashes[index] = Self.roomHash(room)
+    roomHashes[index] = hash
     lastSeen[index] = clock
     recent[index] = RecentIDs()
     roomSlots = Array(repeating: -1, count: roomSlots.count)
@@ -233,18 +268,24 @@ struct IDHasher: Sendable {
       hash = Self.mix(hash, base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
       offset += 8
     }
-    if offset < id.count {
-      // The last bytes, little-endian: a call to memcpy would cost more than they do.
-      var last: UInt64 = 0
-      var shift: UInt64 = 0
-      while offset < id.count {
-        last |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
-        shift += 8
-        offset += 1
-      }
-      hash = Self.mix(hash, last)
-    }
+    let rest = id.count - offset
+    if rest > 0 { hash = Self.mix(hash, Self.tail(base + offset, rest)) }
     return Self.finish(hash)
+  }
+
+  /// The last `count` (1...7) bytes at `bytes`, little-endian and padded with zeros, read as
+  /// two loads that may overlap (a call to memcpy, or a byte at a time, cost more).
+  @inline(__always)
+  private static func tail(_ bytes: UnsafeRawPointer, _ count: Int) -> UInt64 {
+    if count >= 4 {
+      let low = UInt64(bytes.loadUnaligned(as: UInt32.self))
+      let high = UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+      return low | (high >> (64 - 8 * UInt64(count))) << 32
+    }
+    let first = UInt64(bytes.load(as: UInt8.self))
+    let middle = UInt64(bytes.load(fromByteOffset: count >> 1, as: UInt8.self))
+    let last = UInt64(bytes.load(fromByteOffset: count - 1, as: UInt8.self))
+    return first | middle << (8 * UInt64(count >> 1)) | last << (8 * UInt64(count - 1))
   }
 
   @inline(__always)

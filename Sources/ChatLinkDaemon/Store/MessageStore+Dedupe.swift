@@ -36,8 +36,13 @@ extension MessageStore {
           scan: scan, time: time)
         return (seq, false)
       }
+      // One pass over the room's bytes for the window and the room index (both FNV-1a; the
+      // window hashes no room as no bytes, the index as `null`).
+      let roomHash = room.map { DedupeWindow.roomHash($0) }
       return id.withBytes(payload: raw, meta: meta) { idBytes in
-        if !dedupe.window.insert(room: room, id: idBytes, time: time) {
+        if !dedupe.window.insert(
+          room: room, roomHash: roomHash ?? FNV1a.basis32, id: idBytes, time: time)
+        {
           dedupe.dropped += 1
           return (lastSeq, true)
         }
@@ -45,7 +50,8 @@ extension MessageStore {
         // number's digits: quoted as it is, it is a JSON string again.
         let seq = append(
           direction: .inbound, room: room, messageID: idBytes, messageIDIsPlain: !id.escaped,
-          meta: meta, payload: raw, isText: payload.isText, scan: scan, time: time)
+          meta: meta, payload: raw, isText: payload.isText, scan: scan, time: time,
+          roomHash: roomHash ?? RoomIndex.nullRoomHash)
         return (seq, false)
       }
     }

@@ -149,13 +149,13 @@ public final class MessageStore {
   }
 
   /// Appends a record, its payload given as its bytes (read where they lie) and its kind;
-  /// returns its seq. It becomes durable asynchronously (`onDurable`).
+  /// returns its seq, durable asynchronously (`onDurable`). `roomHash`: the room's, if known.
   @discardableResult
   public func append(
     direction: StoreRecord.Direction, room: [UInt8]?, clientID: ClientID? = nil,
     messageID: UnsafeRawBufferPointer? = nil, messageIDIsPlain: Bool = false,
     meta: [UInt8]? = nil, payload: UnsafeRawBufferPointer, isText: Bool,
-    scan: PayloadScan = .unscanned, time: Timestamp = .now()
+    scan: PayloadScan = .unscanned, time: Timestamp = .now(), roomHash: UInt32? = nil
   ) -> UInt64 {
     lastSeq += 1
     let before = buffer.count
@@ -163,7 +163,7 @@ public final class MessageStore {
       seq: lastSeq, time: time, direction: direction, room: room, clientID: clientID,
       messageID: messageID, messageIDIsPlain: messageIDIsPlain, meta: meta, payload: payload,
       isText: isText, scan: scan, to: &buffer, formatter: &timeFormatter)
-    let roomHash = room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
+    let roomHash = roomHash ?? room.map { RoomIndex.roomHash($0) } ?? RoomIndex.nullRoomHash
     bufferLines.append(StoreLineInfo(length: buffer.count - before, room: roomHash))
     bufferLastSeq = lastSeq
     if buffer.count >= Self.chunkSize {

@@ -67,12 +67,20 @@ struct RecentIDs {
     } else {
       let oldest = ring[head]
       inserted = table.withUnsafeMutableBufferPointer { table in
-        guard !Self.probe(hash, UnsafeBufferPointer(table)).found else { return false }
+        let probe = Self.probe(hash, UnsafeBufferPointer(table))
+        guard !probe.found else { return false }
         // Full: the oldest leaves, the new one takes its place in the ring. Only a table
         // that does not hold every id of its ring (a damaged snapshot's) lacks the oldest;
         // the new one then stays out of it too, so the table never holds more ids than the
         // ring, and a free slot always ends a probe.
-        if Self.remove(low: oldest, table) { Self.place(hash, table) }
+        let freed = Self.remove(low: oldest, table)
+        guard freed >= 0 else { return true }
+        // The removal frees one slot: the new hash takes it when it lies on its probe before
+        // the free slot the probe found (where `place` would put it, without probing again).
+        let home = Self.home(hash, table.count)
+        let onPath =
+          Self.distance(home, freed, table.count) < Self.distance(home, probe.slot, table.count)
+        table[onPath ? freed : probe.slot] = hash
         return true
       }
       if inserted {
@@ -163,28 +171,40 @@ struct RecentIDs {
   /// of a room's ids whose hashes share 32 bits and a run are about one in 2³² a pair), moving
   /// later entries of its run back into the gap (deletion without tombstones keeps lookups short
   /// however long the room lives).
-  /// Returns false when no hash has that low half.
+  /// Returns the slot left free (every other slot stays as full as it was), or -1 when no hash
+  /// has that low half.
   @inline(__always)
-  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Bool {
+  private static func remove(low: UInt32, _ table: UnsafeMutableBufferPointer<UInt64>) -> Int {
     let size = table.count
     var gap = home(UInt64(low), size)
-    while UInt32(truncatingIfNeeded: table[gap]) != low || table[gap] == 0 {
-      guard table[gap] != 0 else { return false }
+    while true {
+      let held = table[gap]
+      guard held != 0 else { return -1 }
+      if UInt32(truncatingIfNeeded: held) == low { break }
       gap = gap + 1 == size ? 0 : gap + 1
     }
     var slot = gap + 1 == size ? 0 : gap + 1
-    while table[slot] != 0 {
-      let entryHome = home(table[slot], size)
+    // How far `slot` is past the gap, counted as they move rather than worked out each step.
+    var toGap = 1
+    while true {
+      let held = table[slot]
+      if held == 0 { break }
       // The entry may move into the gap unless its home lies cyclically in (gap, slot].
-      let toHome = slot >= entryHome ? slot - entryHome : slot + size - entryHome
-      let toGap = slot >= gap ? slot - gap : slot + size - gap
-      if toHome >= toGap {
-        table[gap] = table[slot]
+      if distance(home(held, size), slot, size) >= toGap {
+        table[gap] = held
         gap = slot
+        toGap = 0
       }
       slot = slot + 1 == size ? 0 : slot + 1
+      toGap += 1
     }
     table[gap] = 0
-    return true
+    return gap
+  }
+
+  /// How many slots on from `from` `to` is, round the table's end.
+  @inline(__always)
+  private static func distance(_ from: Int, _ to: Int, _ size: Int) -> Int {
+    to >= from ? to - from : to + size - from
   }
 }
