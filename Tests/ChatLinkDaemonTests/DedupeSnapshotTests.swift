@@ -152,15 +152,7 @@ final class DedupeSnapshotTests: XCTestCase {
 
   @discardableResult
   private func receive(_ store: MessageStore, id: String, room: String = "7") -> Bool {
-    var meta = Array(#"{"k":"#.utf8)
-    JSONString.append(id, to: &meta)
-    meta.append(UInt8(ascii: "}"))
-    return store.appendInbound(
-      room: bytes(room),
-      id: meta.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
-      meta: meta, payload: .text(bytes("{}")), scan: .unscanned,
-      time: Timestamp(microseconds: 1_700_000_000_000_000)
-    ).duplicate
+    store.appendInbound(testID: id, room: bytes(room), text: "{}").duplicate
   }
 
   private func durable(_ store: MessageStore) throws {

@@ -39,19 +39,7 @@ final class MessageStoreDedupeTests: XCTestCase {
     _ store: MessageStore, room: String = "7", id: String?, _ text: String = #"{"m":1}"#,
     at time: Timestamp = Timestamp(microseconds: 1_700_000_000_000_000)
   ) -> (seq: UInt64, duplicate: Bool) {
-    // The id lies in the meta, as a dialect's header would: `{"k":"ID"}`.
-    var meta: [UInt8]?
-    if let id {
-      var json = Array(#"{"k":"#.utf8)
-      JSONString.append(id, to: &json)
-      json.append(UInt8(ascii: "}"))
-      meta = json
-    }
-    return store.appendInbound(
-      room: Array(room.utf8),
-      id: meta?.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
-      meta: meta,
-      payload: .text(Array(text.utf8)), scan: .unscanned, time: time)
+    store.appendInbound(testID: id, room: Array(room.utf8), text: text, time: time)
   }
 
   private func durable(_ store: MessageStore) throws {
@@ -155,14 +143,7 @@ final class MessageStoreDedupeTests: XCTestCase {
     receive(store!, id: "héllo")
     // No room: the store writes `"room":null`.
     func roomless(_ store: MessageStore) -> Bool {
-      var meta = Array(#"{"k":"#.utf8)
-      JSONString.append("lone", to: &meta)
-      meta.append(UInt8(ascii: "}"))
-      return store.appendInbound(
-        room: nil,
-        id: meta.withUnsafeBytes { MessageID.location($0, 5..<($0.count - 1), in: .meta) },
-        meta: meta, payload: .text(Array("{}".utf8)), scan: .unscanned, time: .now()
-      ).duplicate
+      store.appendInbound(testID: "lone", room: nil).duplicate
     }
     XCTAssertFalse(roomless(store!))
     // More rooms than the rebuild compares byte by byte.
