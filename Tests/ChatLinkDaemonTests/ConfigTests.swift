@@ -296,14 +296,18 @@ final class ConfigTests: XCTestCase {
       IDHeader=amqp-message-id
       [Store]
       DedupeWindow=0
+      DedupeSnapshotSec=5
       """)
     XCTAssertEqual(c.envelope.idField, "msg_id")
     XCTAssertEqual(c.envelope.sinceField, "since")
     XCTAssertEqual(c.envelope.truncatedEvent, "gap")
     XCTAssertEqual(c.stompIDHeader, "amqp-message-id")
     XCTAssertEqual(c.dedupeWindow, 0)
+    XCTAssertEqual(c.dedupeSnapshotInterval, .seconds(5))
+    XCTAssertEqual(MessageStore.Options(c).dedupeSnapshotInterval, .seconds(5))
     let defaults = try load("[Backend]\nURL=ws://a/")
     XCTAssertEqual(defaults.dedupeWindow, 10_000)
+    XCTAssertEqual(defaults.dedupeSnapshotInterval, .seconds(60))
     XCTAssertEqual(defaults.envelope.idField, "")
     XCTAssertEqual(defaults.envelope.truncatedEvent, "history-truncated")
     for bad in ["DedupeWindow=-1", "DedupeWindow=abc", "DedupeWindow=1000001", "DedupeWindow="] {
@@ -311,6 +315,11 @@ final class ConfigTests: XCTestCase {
       XCTAssertEqual(refused?.line, 4, bad)
       XCTAssertEqual(refused?.key, "[Store] DedupeWindow", bad)
       XCTAssertTrue(refused?.message.contains("0 to 1000000") ?? false, bad)
+    }
+    for bad in ["DedupeSnapshotSec=-1", "DedupeSnapshotSec=1m", "DedupeSnapshotSec=86401"] {
+      let refused = error("[Backend]\nURL=ws://a/\n[Store]\n" + bad)
+      XCTAssertEqual(refused?.key, "[Store] DedupeSnapshotSec", bad)
+      XCTAssertTrue(refused?.message.contains("0 to 86400") ?? false, bad)
     }
     let header = error("[Backend]\nURL=ws://a/\n[STOMP]\nIDHeader=a b")
     XCTAssertEqual(header?.key, "[STOMP] IDHeader")

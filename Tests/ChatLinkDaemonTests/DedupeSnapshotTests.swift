@@ -7,18 +7,18 @@ import XCTest
 
 @testable import ChatLinkDaemon
 
-/// The dedupe window written at a clean stop and read back at the next start: what it brings
-/// back, and every way it can fail to hold, each of which reads the store's tail instead.
+/// The dedupe window's snapshot as bytes: what it brings back, and every way it can fail to
+/// hold, each of which reads the store's tail instead (`DedupeCheckpointTests`: in the store).
 final class DedupeSnapshotTests: XCTestCase {
   private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-  private let point = DedupeSnapshot.StorePoint(lastSeq: 42, liveFileSize: 4096)
+  private let seq: UInt64 = 42
 
   private func expectation(
-    capacity: Int = 20, configured: [String] = [], point: DedupeSnapshot.StorePoint? = nil
+    capacity: Int = 20, configured: [String] = [], storeLastSeq: UInt64 = 42
   ) -> DedupeSnapshot.Expectation {
     DedupeSnapshot.Expectation(
-      point: point ?? self.point, capacity: capacity, configuredRooms: configured.map(bytes),
+      storeLastSeq: storeLastSeq, capacity: capacity, configuredRooms: configured.map(bytes),
       keepsNewest: true)
   }
 
@@ -35,9 +35,13 @@ final class DedupeSnapshotTests: XCTestCase {
   }
 
   func testASnapshotBringsBackEveryRoomsIDsItsNewestAndTheHashBasis() throws {
-    let encoded = DedupeSnapshot.encode(window(), at: point, configuredRooms: [bytes("7")])
-    var back = try XCTUnwrap(
+    let encoded = DedupeSnapshot.encode(window(), seq: seq, configuredRooms: [bytes("7")])
+    let restored = try XCTUnwrap(
       DedupeSnapshot.decode(encoded, expected: expectation(configured: ["7"])))
+    XCTAssertEqual(restored.fromSeq, 42)
+    XCTAssertEqual(restored.lastSeq, 42)
+    XCTAssertEqual(restored.roomSeqs, [:])
+    var back = restored.window
     XCTAssertEqual(back.hasher.basis, 7)
     XCTAssertEqual(back.roomCount, 2)
     XCTAssertEqual(back.count, 23)
@@ -54,16 +58,14 @@ final class DedupeSnapshotTests: XCTestCase {
     XCTAssertTrue(back.contains(room: bytes("7"), id: bytes("m32")))
   }
 
-  func testASnapshotOfAnotherStorePointWindowSizeOrFewerConfiguredRoomsDoesNotHold() {
-    let encoded = DedupeSnapshot.encode(window(), at: point, configuredRooms: [bytes("7")])
-    let moved = [
-      DedupeSnapshot.StorePoint(lastSeq: 43, liveFileSize: 4096),
-      DedupeSnapshot.StorePoint(lastSeq: 42, liveFileSize: 4000),
-    ]
-    for other in moved {
-      XCTAssertTrue(
-        nil == DedupeSnapshot.decode(encoded, expected: expectation(point: other)), "\(other)")
-    }
+  func testASnapshotThatKnowsALaterRecordOrOfAnotherWindowSizeOrFewerConfiguredRoomsDoesNotHold() {
+    let encoded = DedupeSnapshot.encode(window(), seq: seq, configuredRooms: [bytes("7")])
+    XCTAssertTrue(
+      nil == DedupeSnapshot.decode(encoded, expected: expectation(storeLastSeq: 41)),
+      "a store that ends before the snapshot is not its store")
+    XCTAssertEqual(
+      DedupeSnapshot.decode(encoded, expected: expectation(storeLastSeq: 900))?.fromSeq, 42,
+      "records stored since are read on top")
     XCTAssertTrue(nil == DedupeSnapshot.decode(encoded, expected: expectation(capacity: 30)))
     XCTAssertTrue(
       nil == DedupeSnapshot.decode(encoded, expected: expectation(configured: ["7", "8"])),
@@ -71,8 +73,57 @@ final class DedupeSnapshotTests: XCTestCase {
     XCTAssertNotNil(DedupeSnapshot.decode(encoded, expected: expectation(configured: [])))
   }
 
+  /// A checkpoint's parts: the header at seq 10, room 7 at seq 15, room 8 at seq 10.
+  private func parts(endRooms: Int = 2, lastSeq: UInt64 = 15) throws -> [UInt8] {
+    let window = window()
+    var out = DedupeSnapshot.header(of: window, fromSeq: 10, configuredRooms: [])
+    out += DedupeSnapshot.room(bytes("7"), ids: try XCTUnwrap(window.ids(of: bytes("7"))), seq: 15)
+    out += DedupeSnapshot.room(
+      bytes(#""ops""#), ids: try XCTUnwrap(window.ids(of: bytes(#""ops""#))), seq: 10)
+    out += DedupeSnapshot.end(rooms: endRooms, lastSeq: lastSeq)
+    let sum = out.withUnsafeBytes(DedupeSnapshot.checksum)
+    withUnsafeBytes(of: sum.littleEndian) { out.append(contentsOf: $0) }
+    return out
+  }
+
+  func testARoomWrittenAfterTheCheckpointBeganKeepsTheSeqItsIDsRunTo() throws {
+    let restored = try XCTUnwrap(
+      DedupeSnapshot.decode(try parts(), expected: expectation(storeLastSeq: 20)))
+    XCTAssertEqual(restored.fromSeq, 10)
+    XCTAssertEqual(restored.lastSeq, 15)
+    XCTAssertEqual(restored.roomSeqs, [bytes("7"): 15])
+    XCTAssertEqual(restored.window.count, 23)
+    XCTAssertTrue(
+      nil == DedupeSnapshot.decode(try parts(), expected: expectation(storeLastSeq: 14)),
+      "the store lacks a record room 7 knows")
+    XCTAssertTrue(
+      nil == DedupeSnapshot.decode(try parts(endRooms: 3), expected: expectation(storeLastSeq: 20)),
+      "a room's part missing")
+    XCTAssertTrue(
+      nil == DedupeSnapshot.decode(try parts(lastSeq: 14), expected: expectation(storeLastSeq: 20)),
+      "a room past the end's last seq")
+  }
+
+  func testTheChecksumFedInPartsIsTheChecksumOfTheWhole() {
+    var generator = SystemRandomNumberGenerator()
+    let bytes = (0..<200).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    let whole = bytes.withUnsafeBytes(DedupeSnapshot.checksum)
+    for first in stride(from: 0, through: 200, by: 3) {
+      for second in stride(from: first, through: 200, by: 5) {
+        var sum = DedupeSnapshotChecksum()
+        bytes.withUnsafeBytes { raw in
+          sum.add(UnsafeRawBufferPointer(rebasing: raw[..<first]))
+          sum.add(UnsafeRawBufferPointer(rebasing: raw[first..<second]))
+          sum.add(UnsafeRawBufferPointer(rebasing: raw[second...]))
+        }
+        XCTAssertEqual(sum.value, whole, "parts at \(first) and \(second)")
+      }
+    }
+    XCTAssertNotEqual(Array(bytes.dropLast()).withUnsafeBytes(DedupeSnapshot.checksum), whole)
+  }
+
   func testADamagedOrCutSnapshotIsRefusedAtEveryByte() {
-    let encoded = DedupeSnapshot.encode(window(), at: point, configuredRooms: [])
+    let encoded = DedupeSnapshot.encode(window(), seq: seq, configuredRooms: [])
     XCTAssertNotNil(DedupeSnapshot.decode(encoded, expected: expectation()))
     for length in 0..<encoded.count {
       XCTAssertTrue(
@@ -120,117 +171,5 @@ final class DedupeSnapshotTests: XCTestCase {
     }
     XCTAssertEqual(damaged.count, 20)
     XCTAssertEqual(damaged.parts.table.filter { $0 != 0 }.count, 20, "never more ids than the ring")
-  }
-
-  // MARK: - In the store
-
-  private var loop: EventLoop!
-  private var disk: BackgroundWorker!
-  private let dir = TemporaryDirectory()
-
-  override func setUpWithError() throws {
-    loop = try EventLoop()
-    disk = try BackgroundWorker(loop: loop, name: "test-disk")
-  }
-
-  /// A store whose start reads only the newest record of the tail: an older id known after it
-  /// came from the snapshot.
-  private func open(window: Int = 100, rooms: [String] = [], ids: Bool = true) throws
-    -> MessageStore
-  {
-    var options = MessageStore.Options(
-      directory: dir.path, syncInterval: .milliseconds(10), dedupeWindow: window,
-      rooms: rooms.compactMap(RoomID.init))
-    options.dedupeTailRecords = 1
-    options.idsConfigured = ids
-    let store = try MessageStore(loop: loop, disk: disk, options: options)
-    var ready = false
-    store.whenDedupeReady { ready = true }
-    try spin(loop) { ready }
-    return store
-  }
-
-  @discardableResult
-  private func receive(_ store: MessageStore, id: String, room: String = "7") -> Bool {
-    store.appendInbound(testID: id, room: bytes(room), text: "{}").duplicate
-  }
-
-  private func durable(_ store: MessageStore) throws {
-    var done = false
-    store.whenDurable { done = true }
-    try spin(loop) { done }
-  }
-
-  /// A clean stop's last steps: every record durable, the snapshot written.
-  private func stop(_ store: MessageStore) throws {
-    try durable(store)
-    var saved = false
-    store.saveDedupeSnapshot { saved = true }
-    try spin(loop) { saved }
-  }
-
-  private var snapshotPath: String { dir.path + "/" + DedupeSnapshot.fileName }
-
-  func testAfterACleanStopTheNextStartReadsTheSnapshotAndRemovesIt() throws {
-    var store: MessageStore? = try open()
-    for n in 1...30 { receive(store!, id: "m\(n)") }
-    try stop(store!)
-    store = nil
-    XCTAssertTrue(FileManager.default.fileExists(atPath: snapshotPath))
-    let attributes = try FileManager.default.attributesOfItem(atPath: snapshotPath)
-    XCTAssertEqual(
-      (attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600, "it holds the hash's secret")
-    let reopened = try open()
-    XCTAssertFalse(FileManager.default.fileExists(atPath: snapshotPath), "read once")
-    XCTAssertTrue(receive(reopened, id: "m2"), "older than the one record of the tail read")
-    XCTAssertFalse(receive(reopened, id: "m31"))
-    XCTAssertEqual(reopened.newestIDs(of: [RoomID("7")!])[RoomID("7")!]?.id, bytes("m31"))
-  }
-
-  func testARecordStoredAfterTheSnapshotMakesTheStartReadTheTail() throws {
-    var store: MessageStore? = try open()
-    for n in 1...30 { receive(store!, id: "m\(n)") }
-    try stop(store!)
-    receive(store!, id: "late")
-    try durable(store!)
-    store = nil
-    let reopened = try open()
-    XCTAssertFalse(FileManager.default.fileExists(atPath: snapshotPath))
-    XCTAssertTrue(receive(reopened, id: "late"), "the record the snapshot lacks, from the tail")
-    XCTAssertFalse(receive(reopened, id: "m2"), "only the tail's newest record was read")
-  }
-
-  func testASnapshotOfAnotherWindowSizeOrADamagedOneMakesTheStartReadTheTail() throws {
-    var store: MessageStore? = try open()
-    for n in 1...30 { receive(store!, id: "m\(n)") }
-    try stop(store!)
-    store = nil
-    var reopened: MessageStore? = try open(window: 50)
-    XCTAssertTrue(receive(reopened!, id: "m30"))
-    XCTAssertFalse(receive(reopened!, id: "m2"))
-    try stop(reopened!)
-    reopened = nil
-    var data = try Data(contentsOf: URL(fileURLWithPath: snapshotPath))
-    data[data.count / 2] ^= 0x01
-    try data.write(to: URL(fileURLWithPath: snapshotPath))
-    let damaged = try open(window: 50)
-    XCTAssertFalse(FileManager.default.fileExists(atPath: snapshotPath))
-    XCTAssertTrue(receive(damaged, id: "m2"), "stored by the last run, the newest record")
-    XCTAssertFalse(receive(damaged, id: "m3"))
-  }
-
-  func testWithoutIDsNoSnapshotIsWrittenAndALeftOneNoLongerHoldsOnceARecordIsStored() throws {
-    var store: MessageStore? = try open()
-    for n in 1...30 { receive(store!, id: "m\(n)") }
-    try stop(store!)
-    store = nil
-    var plain: MessageStore? = try open(ids: false)
-    receive(plain!, id: "without")
-    try stop(plain!)
-    plain = nil
-    XCTAssertTrue(FileManager.default.fileExists(atPath: snapshotPath), "left as it was")
-    let reopened = try open()
-    XCTAssertTrue(receive(reopened, id: "without"), "from the tail: the snapshot did not hold")
-    XCTAssertFalse(receive(reopened, id: "m2"))
   }
 }

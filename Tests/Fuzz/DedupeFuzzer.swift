@@ -344,10 +344,9 @@ func checkSnapshot(_ bytes: [UInt8]) {
     window.insert(room: roomBytes(Int(byte >> 6)), id: idBytes(Int(byte & 63)))
   }
   let expected = DedupeSnapshot.Expectation(
-    point: DedupeSnapshot.StorePoint(lastSeq: 9, liveFileSize: 99), capacity: capacity,
-    configuredRooms: [], keepsNewest: true)
-  let encoded = DedupeSnapshot.encode(window, at: expected.point, configuredRooms: [])
-  guard let back = DedupeSnapshot.decode(encoded, expected: expected) else {
+    storeLastSeq: 9, capacity: capacity, configuredRooms: [], keepsNewest: true)
+  let encoded = DedupeSnapshot.encode(window, seq: 9, configuredRooms: [])
+  guard let back = DedupeSnapshot.decode(encoded, expected: expected)?.window else {
     require(false, "a snapshot of a window did not read back")
     return
   }
@@ -382,7 +381,9 @@ func checkSnapshot(_ bytes: [UInt8]) {
     damaged.replaceSubrange((damaged.count - 8)..., with: $0)
   }
   for candidate in [damaged, bytes] {
-    guard var read = DedupeSnapshot.decode(candidate, expected: expected) else { continue }
+    guard var read = DedupeSnapshot.decode(candidate, expected: expected)?.window else {
+      continue
+    }
     require(read.count <= capacity * max(1, read.roomCount), "more ids than the capacity allows")
     for key in 0..<4 {
       for id in 0..<64 {

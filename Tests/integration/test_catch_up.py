@@ -542,30 +542,46 @@ def test_ids_without_since_drop_duplicates_and_join_without_since(history_backen
     assert result == {"stored": 150, "missing": 0, "duplicates": 0, "disordered": []}
 
 
-@pytest.mark.parametrize("stop", ["clean", "kill-9"])
+@pytest.mark.parametrize("stop", ["clean", "kill-9", "kill-9 after a clean stop"])
 def test_a_restart_rebuilds_the_window_from_the_store_across_rotated_files(history_backend, new_daemon, stop):
     """A clean stop leaves the window in a snapshot (0600: it holds the hash's secret) that the
-    next start reads and removes; after a kill -9 the store's tail is read."""
+    next start reads; after a kill -9 the start reads the last snapshot and the records stored
+    since, or with no snapshot the store's tail."""
     backend = history_backend(history=2000)
     daemon = new_daemon(backend.url, merged(CATCH_UP, {"Backend": {"Rooms": "7"}, "Store": {"MaxFileSize": "64K"}}))
     wait_joined(daemon, backend, [7])
+    snapshot = daemon.store_dir / "dedupe-window"
     # In five batches, each stored before the next: the store rotates between writes, and one
     # burst may go out in a write or two however many files' worth it holds.
     for batch in range(5):
+        if batch == 4 and stop == "kill-9 after a clean stop":
+            assert daemon.stop() == 0
+            daemon.start()
+            wait_joined(daemon, backend, [7])
         backend.publish_many([(7, f"m{k} " + "y" * 100) for k in range(batch * 200, (batch + 1) * 200)])
         wait_stored(daemon, {7: backend.published(7)}, timeout=30)
-    snapshot = daemon.store_dir / "dedupe-window"
     if stop == "clean":
         assert daemon.stop() == 0
         assert snapshot.stat().st_mode & 0o777 == 0o600
+        expected_log = "dedupe window read from its snapshot"
+    elif stop == "kill-9":
+        daemon.kill()
+        # A run of more than a minute writes a checkpoint: this case is the start without one.
+        snapshot.unlink(missing_ok=True)
+        expected_log = "dedupe window read from the store's tail"
     else:
         daemon.kill()
-        assert not snapshot.exists()
+        assert snapshot.exists()
+        expected_log = "dedupe window read from its snapshot"
+    logged_before = len(daemon.log_text())
     files = sorted(p.name for p in daemon.store_dir.glob("messages.jsonl*"))
     conn = max(c.id for c in backend.connections())
     daemon.start()
     daemon.wait_state("open")
-    assert not snapshot.exists(), "read once"
+    started = daemon.log_text()[logged_before:]
+    assert expected_log in started, started[-2000:]
+    if stop == "kill-9 after a clean stop":
+        assert re.search(r"records_after[^0-9]*200\b", started), started[-2000:]
     wait_until(lambda: join_sinces(backend, conn), 10, message="the join after the restart")
     assert join_sinces(backend, conn) == ["1000"], "the join after a restart carries the newest stored id"
     backend.rewind(7)

@@ -285,6 +285,12 @@ public enum ConfigLoader {
         }
         c.dedupeWindow = value
       },
+      "DedupeSnapshotSec": { (c, v) throws(ValueError) in
+        guard let value = Int(v), (0...86_400).contains(value) else {
+          throw ValueError(message: "'\(v)' is not a number of seconds from 0 to 86400")
+        }
+        c.dedupeSnapshotInterval = .seconds(value)
+      },
     ],
     "Outbox": [
       "MaxMessages": { (c, v) throws(ValueError) in

@@ -135,6 +135,9 @@ public struct Configuration: Sendable, Hashable {
   /// The most recent inbound message ids kept per room, for dropping what the backend
   /// delivers again (DedupeWindow=); 0 keeps none.
   public var dedupeWindow = 10_000
+  /// How often a running daemon writes the dedupe window to its snapshot, so a start after a
+  /// crash reads only the records stored since (DedupeSnapshotSec=); zero: at a clean stop only.
+  public var dedupeSnapshotInterval = Duration.seconds(60)
 
   // [Outbox]
   /// The most unconfirmed outgoing messages kept; sends beyond it are refused.
@@ -190,7 +193,8 @@ public struct Configuration: Sendable, Hashable {
       stompVirtualHost, stompUsername ?? "", "\(stompHeartBeat)", stompIDHeader,
       xmppJID ?? "", xmppNick ?? "", xmppResource ?? "", "\(xmppCatchUpAll)",
       storeDirectory, sync.rawValue, "\(syncInterval)",
-      "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(outboxMaxMessages)", controlSocket,
+      "\(maxFileSize)", "\(maxFiles)", "\(dedupeWindow)", "\(dedupeSnapshotInterval)",
+      "\(outboxMaxMessages)", controlSocket,
       "\(socketMode)",
       socketGroup, metricsListen?.description ?? "", logLevel, instance?.name ?? "",
     ]

@@ -69,6 +69,7 @@ public final class Daemon {
   private var sighup: SignalWatcher?
   private var shutdownTimer: Timer?
   private var statusTimer: Timer?
+  private var checkpointTimer: Timer?
   private var lastStatus = ""
   private var shuttingDown = false
   /// Extra status listeners (the control server's Subscribe streams).
@@ -189,6 +190,7 @@ public final class Daemon {
       self.statusTimer?.schedule(after: .seconds(1))
     }
     statusTimer?.schedule(after: .seconds(1))
+    try startDedupeCheckpoints()
     shutdownTimer = try loop.makeTimer { [unowned self] in
       self.logger.warning("shutdown took too long; exiting")
       self.loop.exit(code: 0)
@@ -224,7 +226,7 @@ public final class Daemon {
     }
     forwardLinkEvents()
     // The backend may deliver again what the store has: connect once the store knows its ids.
-    store.whenDedupeReady { [unowned self] in self.link.start() }
+    store.whenDedupeReady { [unowned self] in self.dedupeReady() }
     logger.info(
       "started",
       [
@@ -237,6 +239,32 @@ public final class Daemon {
   }
 
   private var trimTimer: Timer?
+
+  /// A start after a crash reads the window's last snapshot and the records stored since.
+  private func startDedupeCheckpoints() throws(SystemError) {
+    let interval = store.options.dedupeSnapshotInterval
+    guard interval > .zero else { return }
+    checkpointTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { [unowned self] in
+      self.store.checkpointDedupe()
+      self.checkpointTimer?.schedule(after: interval)
+    }
+    checkpointTimer?.schedule(after: interval)
+  }
+
+  /// The window holds what the store held at start: the link may connect.
+  private func dedupeReady() {
+    defer { link.start() }
+    switch store.dedupeSource {
+    case .snapshot(let seq, let after):
+      logger.info(
+        "dedupe window read from its snapshot",
+        ["snapshot_seq": String(seq), "records_after": String(after)])
+    case .tail:
+      logger.info("dedupe window read from the store's tail")
+    case nil: break
+    }
+  }
+
   private var trimmedAfterConnect = false
 
   /// What start-up allocated and touched but the running daemon does not need (see `Memory`).

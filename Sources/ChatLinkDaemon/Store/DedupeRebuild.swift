@@ -52,6 +52,39 @@ struct DedupeRebuild: Sendable {
     return found.rooms()
   }
 
+  /// What the records after `fromSeq` hold of each room, to be added to a snapshot's window
+  /// (`DedupeWindow.extend`): the records of a room in `roomSeqs` up to its seq are in the
+  /// snapshot already. Nil when they are more than `limit` (the tail is read then, no more
+  /// work) or when the first of them is not the one after `fromSeq` (the store is not the
+  /// snapshot's), or up to `storeLastSeq` none are found.
+  func readSince(
+    paths: [String], fromSeq: UInt64, storeLastSeq: UInt64, roomSeqs: [[UInt8]: UInt64],
+    limit: Int
+  ) -> [[UInt8]: Room]? {
+    guard storeLastSeq > fromSeq else { return [:] }
+    guard storeLastSeq - fromSeq <= UInt64(limit) else { return nil }
+    var found = Found(capacity: capacity, hasher: hasher)
+    var oldest: UInt64 = 0
+    // Rooms the snapshot took after it began: only records up to the last of their seqs may
+    // be in it already.
+    let lastRoomSeq = roomSeqs.values.max() ?? 0
+    let result = HistoryReader.visit(
+      paths: paths, query: HistoryQuery(sinceSeq: fromSeq, limit: .max), discard: { _ in },
+      visit: { line in
+        let seq = line.withUnsafeBytes { StoreRecord.seq(ofLine: $0) } ?? 0
+        oldest = seq
+        let known =
+          seq <= lastRoomSeq
+          && line.withUnsafeBytes { raw in
+            DedupeRebuild.idAndRoom(ofLine: raw).flatMap { roomSeqs[$0.room] }.map { seq <= $0 }
+          } == true
+        if !known { found.take(line, room: nil) }
+        return true
+      })
+    guard case .success = result, oldest == fromSeq + 1 else { return nil }
+    return found.rooms()
+  }
+
   /// Where a stored inbound line's id and room lie, read from the line's fixed prefix
   /// (`{"seq":…,"time":…,"dir":"in","room":R,"type":"…","id":"…",`) without scanning its data:
   /// start-up reads many lines. Anything else, a line not of ours included, has none.

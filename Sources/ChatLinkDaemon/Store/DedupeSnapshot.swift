@@ -1,37 +1,37 @@
 @preconcurrency import Glibc
 
-/// The dedupe window as a file, written at a clean stop and read at the next start in place
-/// of the store's tail: the tail is tens of megabytes of records, the snapshot a few of tables.
+/// The dedupe window as a file, read at start in place of the store's tail: the tail is tens of
+/// megabytes of records, the snapshot a few of tables.
 ///
-/// It holds for exactly the store it was written with: the last seq and the live file's size
-/// at the stop are in it, and a start whose store differs (a record written since, a crash,
-/// a power cut that took records, files moved) reads the tail as before. So does one whose
-/// window size or configured rooms differ, or whose file does not check out. It is removed
-/// once read, and written under a temporary name and renamed, so a file that exists is whole
-/// or fails its check. It keeps the window's hash basis, the secret that makes ids chosen to
+/// The store writes one every so often while it runs (a checkpoint) and one at a clean stop. A
+/// start reads it, then the records stored after it (when they are no more than the tail it would
+/// read otherwise), so after a crash or a power cut only the traffic since the last checkpoint is
+/// read. A snapshot is renamed into place only once every record it knows is durable, so a power
+/// cut cannot leave it knowing a record the store lost; a start whose store ends before the
+/// snapshot's last seq (files replaced), whose window size or configured rooms differ, whose
+/// records after the snapshot are too many or not all there, or whose file does not check out,
+/// reads the tail as before. It keeps the window's hash basis, the secret that makes ids chosen to
 /// collide hard to work out, so it is readable by the daemon's user only.
 ///
-/// Layout, little-endian: the magic; the basis, capacity, last seq and live file size (8 bytes
-/// each); the configured rooms (a count, then each room's length and JSON); the rooms (a count,
-/// then each room's length and JSON, its newest id's length (-1: none) and bytes, its newest
-/// time, its ring's oldest position, its ring and its table, each a count and the values as
-/// they lie in memory: the machine that writes a snapshot reads it); then a hash of everything
+/// A checkpoint is written a room at a time, each room as it is when its turn comes (so only
+/// one room's tables are ever copied), with the seq its ids run to: the records read on top
+/// start after the seq the checkpoint began at, and skip, for each room, those its ids hold.
+///
+/// Layout, little-endian: the magic; the basis, capacity and the seq the snapshot began at
+/// (8 bytes each); the configured rooms (a count, then each room's length and JSON); each room
+/// (a 1 byte, its length and JSON, the seq its ids run to, its newest id's length (-1: none)
+/// and bytes, its newest time, its ring's oldest position, its ring and its table, each a
+/// count and the values as they lie in memory: the machine that writes a snapshot reads it);
+/// a 2 byte, the count of rooms and the last seq any of them knows; then a hash of everything
 /// before it.
 enum DedupeSnapshot {
   /// The file's name in the store's directory.
   static let fileName = "dedupe-window"
 
-  /// What the store is at the stop that writes a snapshot, and must be at the start that reads it.
-  struct StorePoint: Equatable, Sendable {
-    /// The last seq assigned (all of them durable).
-    var lastSeq: UInt64
-    /// The live file's size.
-    var liveFileSize: UInt64
-  }
-
-  /// What a start expects of a snapshot, beside its store point.
+  /// What a start expects of a snapshot.
   struct Expectation: Sendable {
-    var point: StorePoint
+    /// The store's last seq: a snapshot that knows a later one is not of this store.
+    var storeLastSeq: UInt64
     var capacity: Int
     /// Rooms whose windows start full however far back their records lie: a room configured
     /// since the snapshot was written may have been read only from the tail then.
@@ -39,50 +39,77 @@ enum DedupeSnapshot {
     var keepsNewest: Bool
   }
 
-  private static let magic = Array("CLDWIN01".utf8)
+  /// A snapshot read back.
+  struct Restored: Sendable {
+    var window: DedupeWindow
+    /// The records after this seq are read on top of it.
+    var fromSeq: UInt64
+    /// The seq each room's ids run to, where it is past `fromSeq`.
+    var roomSeqs: [[UInt8]: UInt64]
+    /// The last seq the snapshot knows.
+    var lastSeq: UInt64
+  }
+
+  private static let magic = Array("CLDWIN02".utf8)
+  private static let roomTag: UInt8 = 1
+  private static let endTag: UInt8 = 2
   /// Bounds a file cannot pass: they keep a damaged count from asking for gigabytes.
   private static let maxRoomBytes = 1 << 16
   private static let maxRooms = 1 << 16
 
-  /// The bytes of a snapshot of `window`, taken with the store at `point`.
-  static func encode(_ window: DedupeWindow, at point: StorePoint, configuredRooms: [[UInt8]])
+  /// The snapshot's start: the hash basis, the window size, the seq it begins at, the rooms
+  /// configured.
+  static func header(of window: DedupeWindow, fromSeq: UInt64, configuredRooms: [[UInt8]])
     -> [UInt8]
   {
-    let rooms = window.roomIDs
     var out = magic
-    out.reserveCapacity(
-      rooms.reduce(1024) {
-        $0 + 64 + $1.room.count + $1.ids.count * 4 + $1.ids.parts.table.count * 8
-      }
-        + configuredRooms.reduce(0) { $0 + 4 + $1.count })
-    for value in [window.hasher.basis, UInt64(window.capacity), point.lastSeq, point.liveFileSize] {
-      put(value, &out)
-    }
+    for value in [window.hasher.basis, UInt64(window.capacity), fromSeq] { put(value, &out) }
     put(UInt32(configuredRooms.count), &out)
     for room in configuredRooms { putBytes(room, &out) }
-    put(UInt32(rooms.count), &out)
-    for (room, ids) in rooms {
-      putBytes(room, &out)
-      if let newest = ids.newest {
-        putBytes(newest, &out)
-      } else {
-        put(UInt32.max, &out)
-      }
-      put(UInt64(bitPattern: ids.newestTime), &out)
-      let parts = ids.parts
-      put(UInt32(parts.head), &out)
-      put(UInt32(parts.ring.count), &out)
-      parts.ring.withUnsafeBytes { out.append(contentsOf: $0) }
-      put(UInt32(parts.table.count), &out)
-      parts.table.withUnsafeBytes { out.append(contentsOf: $0) }
+    return out
+  }
+
+  /// One room's part: its ids, which run to the record `seq`.
+  static func room(_ room: [UInt8], ids: RecentIDs, seq: UInt64) -> [UInt8] {
+    let parts = ids.parts
+    var out: [UInt8] = [roomTag]
+    out.reserveCapacity(64 + room.count + parts.ring.count * 4 + parts.table.count * 8)
+    putBytes(room, &out)
+    put(seq, &out)
+    if let newest = ids.newest {
+      putBytes(newest, &out)
+    } else {
+      put(UInt32.max, &out)
     }
+    put(UInt64(bitPattern: ids.newestTime), &out)
+    put(UInt32(parts.head), &out)
+    put(UInt32(parts.ring.count), &out)
+    parts.ring.withUnsafeBytes { out.append(contentsOf: $0) }
+    put(UInt32(parts.table.count), &out)
+    parts.table.withUnsafeBytes { out.append(contentsOf: $0) }
+    return out
+  }
+
+  /// The snapshot's end, before its hash: how many rooms it holds, and the last seq they know.
+  static func end(rooms: Int, lastSeq: UInt64) -> [UInt8] {
+    var out: [UInt8] = [endTag]
+    put(UInt32(rooms), &out)
+    put(lastSeq, &out)
+    return out
+  }
+
+  /// The bytes of a snapshot of `window` as it is with the store's last seq `seq`.
+  static func encode(_ window: DedupeWindow, seq: UInt64, configuredRooms: [[UInt8]]) -> [UInt8] {
+    var out = header(of: window, fromSeq: seq, configuredRooms: configuredRooms)
+    let rooms = window.roomIDs
+    for (name, ids) in rooms { out += room(name, ids: ids, seq: seq) }
+    out += end(rooms: rooms.count, lastSeq: seq)
     put(out.withUnsafeBytes(checksum), &out)
     return out
   }
 
-  /// The window a snapshot holds, or nil when it does not check out or does not hold for
-  /// `expected`.
-  static func decode(_ bytes: [UInt8], expected: Expectation) -> DedupeWindow? {
+  /// What a snapshot holds, or nil when it does not check out or does not hold for `expected`.
+  static func decode(_ bytes: [UInt8], expected: Expectation) -> Restored? {
     guard bytes.count >= magic.count + 8 else { return nil }
     var reader = Reader(bytes: bytes, end: bytes.count - 8)
     let stored = Reader(bytes: bytes, offset: bytes.count - 8, end: bytes.count)
@@ -90,10 +117,8 @@ enum DedupeSnapshot {
       bytes.withUnsafeBytes({ checksum(UnsafeRawBufferPointer(rebasing: $0[..<reader.end])) })
         == stored.load(UInt64.self),
       reader.take(magic.count) == magic[...],
-      let basis = reader.u64(), let capacity = reader.u64(), let lastSeq = reader.u64(),
-      let liveFileSize = reader.u64(),
-      capacity == UInt64(expected.capacity),
-      StorePoint(lastSeq: lastSeq, liveFileSize: liveFileSize) == expected.point,
+      let basis = reader.u64(), let capacity = reader.u64(), let fromSeq = reader.u64(),
+      capacity == UInt64(expected.capacity), fromSeq <= expected.storeLastSeq,
       let configured = reader.u32(), configured <= maxRooms
     else { return nil }
     var configuredThen: Set<[UInt8]> = []
@@ -101,89 +126,68 @@ enum DedupeSnapshot {
       guard let room = reader.counted() else { return nil }
       configuredThen.insert(room)
     }
-    guard expected.configuredRooms.allSatisfy(configuredThen.contains),
-      let roomCount = reader.u32(), roomCount <= maxRooms
-    else { return nil }
-    var window = DedupeWindow(
-      capacity: expected.capacity, keepsNewest: expected.keepsNewest, basis: basis)
-    for _ in 0..<roomCount {
-      guard let room = reader.counted(), let newestCount = reader.u32() else { return nil }
-      var newest: [UInt8]?
-      if newestCount != UInt32.max {
-        guard newestCount <= maxRoomBytes, let bytes = reader.take(Int(newestCount)) else {
-          return nil
-        }
-        newest = Array(bytes)
+    guard expected.configuredRooms.allSatisfy(configuredThen.contains) else { return nil }
+    var restored = Restored(
+      window: DedupeWindow(
+        capacity: expected.capacity, keepsNewest: expected.keepsNewest, basis: basis),
+      fromSeq: fromSeq, roomSeqs: [:], lastSeq: fromSeq)
+    var rooms = 0
+    while let tag = reader.take(1)?.first, tag == roomTag {
+      guard rooms < maxRooms, readRoom(&reader, into: &restored, expected: expected) else {
+        return nil
       }
-      guard let time = reader.u64(), let head = reader.u32(),
-        let ringCount = reader.u32(), ringCount <= expected.capacity,
-        let ring = reader.values(Int(ringCount), of: UInt32.self),
-        let tableCount = reader.u32(), tableCount <= 4 * expected.capacity + 16,
-        let table = reader.values(Int(tableCount), of: UInt64.self),
-        var ids = RecentIDs(ring: ring, head: Int(head), table: table, capacity: expected.capacity)
-      else { return nil }
-      ids.newest = newest
-      ids.newestTime = Int64(bitPattern: time)
-      guard window.adopt(room: room, ids: ids) else { return nil }
+      rooms += 1
     }
-    return reader.offset == reader.end ? window : nil
+    guard let count = reader.u32(), count == rooms, let lastSeq = reader.u64(),
+      reader.offset == reader.end, lastSeq >= fromSeq, lastSeq <= expected.storeLastSeq,
+      restored.roomSeqs.values.allSatisfy({ $0 <= lastSeq })
+    else { return nil }
+    restored.lastSeq = lastSeq
+    return restored
   }
 
-  /// Writes a snapshot to `directory` (under a temporary name, synced, renamed into place);
-  /// failures leave no file, and the next start reads the tail.
-  static func write(_ bytes: [UInt8], directory: String) {
-    let path = directory + "/" + fileName
-    let temporary = path + ".tmp"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { return }
-    var done = 0
-    while done < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      done += n
+  /// Reads one room's part into `restored`; false when it does not fit.
+  private static func readRoom(
+    _ reader: inout Reader, into restored: inout Restored, expected: Expectation
+  ) -> Bool {
+    guard let room = reader.counted(), let seq = reader.u64(), seq >= restored.fromSeq,
+      let newestCount = reader.u32()
+    else { return false }
+    var newest: [UInt8]?
+    if newestCount != UInt32.max {
+      guard newestCount <= maxRoomBytes, let bytes = reader.take(Int(newestCount)) else {
+        return false
+      }
+      newest = Array(bytes)
     }
-    let synced = fsync(fd) == 0
-    close(fd)
-    if done < bytes.count || !synced || rename(temporary, path) != 0 { unlink(temporary) }
+    guard let time = reader.u64(), let head = reader.u32(),
+      let ringCount = reader.u32(), ringCount <= expected.capacity,
+      let ring = reader.values(Int(ringCount), of: UInt32.self),
+      let tableCount = reader.u32(), tableCount <= 4 * expected.capacity + 16,
+      let table = reader.values(Int(tableCount), of: UInt64.self),
+      var ids = RecentIDs(ring: ring, head: Int(head), table: table, capacity: expected.capacity)
+    else { return false }
+    ids.newest = newest
+    ids.newestTime = Int64(bitPattern: time)
+    guard restored.window.adopt(room: room, ids: ids) else { return false }
+    if seq > restored.fromSeq { restored.roomSeqs[room] = seq }
+    return true
   }
 
-  /// Reads and removes the snapshot in `directory`: the window it holds if it holds for
-  /// `expected`, else nil. Removed either way, so it is read at most once.
-  static func take(directory: String, expected: Expectation) -> DedupeWindow? {
-    let path = directory + "/" + fileName
-    guard let bytes = try? FileSystem.read(path, limit: 1 << 30) else { return nil }
-    unlink(path)
+  /// Reads the snapshot in `directory`: what it holds if it holds for `expected`, else nil.
+  /// It stays: the next start after a crash reads it again, with the records since.
+  static func read(directory: String, expected: Expectation) -> Restored? {
+    guard let bytes = try? FileSystem.read(directory + "/" + fileName, limit: 1 << 30) else {
+      return nil
+    }
     return decode(bytes, expected: expected)
   }
 
-  /// A hash of the file's bytes (a damaged file is what it guards against): four words a
-  /// step in four independent lanes, a multiply each, so the multiplies overlap; the tail
-  /// and the length through the ids' hash.
+  /// The hash that ends a snapshot, of everything before it (`DedupeSnapshotChecksum`).
   static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-    var lanes: (UInt64, UInt64, UInt64, UInt64) = (1, 2, 3, 4)
-    let prime: UInt64 = 0x9E37_79B9_7F4A_7C15
-    let words = bytes.count / 32 * 4
-    var offset = 0
-    while offset < words * 8 {
-      lanes.0 = (lanes.0 ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* prime
-      lanes.1 =
-        (lanes.1 ^ bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) &* prime
-      lanes.2 =
-        (lanes.2 ^ bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)) &* prime
-      lanes.3 =
-        (lanes.3 ^ bytes.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)) &* prime
-      // A shift keeps high bits flowing into the low ones, which the multiply alone never does.
-      lanes.0 ^= lanes.0 >> 29
-      lanes.1 ^= lanes.1 >> 29
-      lanes.2 ^= lanes.2 >> 29
-      lanes.3 ^= lanes.3 >> 29
-      offset += 32
-    }
-    func rotated(_ x: UInt64, _ k: UInt64) -> UInt64 { x << k | x >> (64 - k) }
-    let hasher = IDHasher(
-      basis: lanes.0 ^ rotated(lanes.1, 13) ^ rotated(lanes.2, 29) ^ rotated(lanes.3, 47))
-    return hasher.hash(UnsafeRawBufferPointer(rebasing: bytes[offset...])) ^ UInt64(bytes.count)
+    var sum = DedupeSnapshotChecksum()
+    sum.add(bytes)
+    return sum.value
   }
 
   private static func put<T: FixedWidthInteger>(_ value: T, _ out: inout [UInt8]) {

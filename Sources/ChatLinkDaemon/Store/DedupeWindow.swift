@@ -124,6 +124,30 @@ struct DedupeWindow {
   /// Each room's JSON and ids, for a snapshot (`DedupeSnapshot`).
   var roomIDs: [(room: [UInt8], ids: RecentIDs)] { Array(zip(rooms, recent)) }
 
+  /// Each room's JSON, for a snapshot written a room at a time.
+  var roomNames: [[UInt8]] { rooms }
+
+  /// `room`'s ids, when it keeps a window.
+  func ids(of room: [UInt8]) -> RecentIDs? {
+    find(room).index.map { recent[$0] }
+  }
+
+  /// Adds what the store holds of `room` after a snapshot: its ids' hashes, oldest first,
+  /// each newer than those kept, and its newest id with its record's time.
+  mutating func extend(
+    room: [UInt8], hashes: [UInt64], newestID: [UInt8]?, newestTime: Timestamp? = nil
+  ) {
+    guard isEnabled, !hashes.isEmpty else { return }
+    let index = self.index(of: room)
+    for hash in hashes.suffix(capacity) {
+      _ = recent[index].insert(hash, id: nil, capacity: capacity)
+    }
+    if keepsNewest {
+      recent[index].newest = newestID
+      recent[index].newestTime = newestTime?.microseconds ?? 0
+    }
+  }
+
   /// Takes `room`'s ids as a snapshot held them; false when the room has a window already, or
   /// they do not fit this one.
   mutating func adopt(room: [UInt8], ids: RecentIDs) -> Bool {

@@ -12,6 +12,14 @@ struct StoreDedupe {
   var dropped = 0
   /// Who waits for the window to be filled from the store; nil once it is.
   var waiters: [() -> Void]? = []
+  /// The checkpoint being written (`MessageStore+DedupeCheckpoint.swift`), and who asked for
+  /// one while it was.
+  var checkpoint: DedupeCheckpoint?
+  var queuedCheckpoints: [() -> Void] = []
+  /// The last seq of the newest snapshot in place (read at start or written since).
+  var checkpointedSeq: UInt64?
+  /// Where the window came from at start, once it is filled.
+  var source: DedupeSource?
 
   init(capacity: Int, keepsNewest: Bool) {
     window = DedupeWindow(capacity: capacity, keepsNewest: keepsNewest)
@@ -69,6 +77,9 @@ extension MessageStore {
   /// The time of the newest inbound record with an id the window knows, of any room.
   public var newestStoredTime: Timestamp? { dedupe.window.newestTime }
 
+  /// Where the window came from at start, once it is filled (nil before, or without ids).
+  public var dedupeSource: DedupeSource? { dedupe.source }
+
   /// Calls `completion` once the window holds what the store held at start (at once when
   /// it does, or when no ids are kept).
   public func whenDedupeReady(_ completion: @escaping () -> Void) {
@@ -79,84 +90,73 @@ extension MessageStore {
     }
   }
 
-  /// Fills the window on the disk thread: from the snapshot a clean stop wrote, when it holds
-  /// for this store, else from the store's tail.
+  /// Fills the window on the disk thread: from the last snapshot and the records stored after
+  /// it, when it holds for this store and they are not too many, else from the store's tail.
   func rebuildDedupe() {
-    // A snapshot stays while ids are off: it holds again only if no record is stored meanwhile.
+    // A snapshot stays while ids are off: the records stored meanwhile are read on top of it.
     guard dedupe.window.isEnabled, options.idsConfigured else {
       dedupe.waiters = nil
       return
     }
     let directory = options.directory
     // Only the hash's basis crosses to the disk thread: the window stays the loop's.
-    let hasher = dedupe.window.hasher
-    let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hasher: hasher)
+    let rebuild = DedupeRebuild(capacity: dedupe.window.capacity, hasher: dedupe.window.hasher)
     let paths = filePaths
-    let livePath = path
     let indexDirectory = self.indexDirectory
     let rooms = options.rooms
     let tailRecords = options.dedupeTailRecords
     let expected = DedupeSnapshot.Expectation(
-      point: DedupeSnapshot.StorePoint(lastSeq: lastSeq, liveFileSize: 0),
-      capacity: dedupe.window.capacity, configuredRooms: rooms.map(\.json),
-      keepsNewest: dedupe.window.keepsNewest)
+      storeLastSeq: lastSeq, capacity: dedupe.window.capacity,
+      configuredRooms: rooms.map(\.json), keepsNewest: dedupe.window.keepsNewest)
+    let readTail: @Sendable () -> [[UInt8]: DedupeRebuild.Room] = {
+      rebuild.read(
+        paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
+        tailRecords: tailRecords)
+    }
     disk.submit(
       { () -> DedupeStart in
-        var expected = expected
-        expected.point.liveFileSize = UInt64(FileSystem.size(livePath) ?? 0)
-        if let window = DedupeSnapshot.take(directory: directory, expected: expected) {
-          return .snapshot(window)
+        guard let restored = DedupeSnapshot.read(directory: directory, expected: expected),
+          // The records on top are hashed as the snapshot's window hashes.
+          let since = DedupeRebuild(capacity: rebuild.capacity, hasher: restored.window.hasher)
+            .readSince(
+              paths: paths, fromSeq: restored.fromSeq, storeLastSeq: expected.storeLastSeq,
+              roomSeqs: restored.roomSeqs, limit: tailRecords)
+        else { return .tail(readTail()) }
+        var window = restored.window
+        for (room, ids) in since {
+          window.extend(
+            room: room, hashes: ids.hashes, newestID: ids.newestID, newestTime: ids.newestTime)
         }
-        return .tail(
-          rebuild.read(
-            paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
-            tailRecords: tailRecords))
+        return .snapshot(window, lastSeq: restored.lastSeq, fromSeq: restored.fromSeq)
       },
       completion: { [weak self] start in
+        guard let self else { return }
         switch start {
-        case .snapshot(let window):
-          guard let self else { return }
-          // The link waits for the window, so nothing is in it yet; if something is (its hash
-          // basis is another), the tail is read after all.
-          if self.dedupe.window.roomCount == 0 {
-            self.dedupe.window = window
-            self.dedupeReady()
-          } else {
-            disk.submit(
-              {
-                rebuild.read(
-                  paths: paths, indexDirectory: indexDirectory, configuredRooms: rooms,
-                  tailRecords: tailRecords)
-              }, completion: { [weak self] found in self?.restoreDedupe(found) })
-          }
-        case .tail(let found): self?.restoreDedupe(found)
+        // The link waits for the window, so nothing is in it yet; if something is (its hash
+        // basis is another), the tail is read after all.
+        case .snapshot(let window, let seq, let from) where self.dedupe.window.roomCount == 0:
+          self.dedupe.window = window
+          self.dedupe.checkpointedSeq = seq
+          self.dedupe.source = .snapshot(lastSeq: seq, recordsAfter: expected.storeLastSeq - from)
+          self.dedupeReady()
+        case .snapshot:
+          disk.submit(readTail, completion: { [weak self] found in self?.restoreDedupe(found) })
+        case .tail(let found): self.restoreDedupe(found)
         }
       })
   }
 
-  /// Writes the window to the store's directory for the next start, once every record is
-  /// durable (a clean stop), then calls `completion`; without ids, at once.
+  /// Writes the window to its snapshot for the next start once every record is durable (a
+  /// clean stop), then calls `completion`; without ids, at once.
   public func saveDedupeSnapshot(completion: @escaping () -> Void) {
-    guard dedupe.window.isEnabled, options.idsConfigured, dedupe.waiters == nil,
-      durableSeq == lastSeq
-    else { return completion() }
-    let window = dedupe.window
-    let point = DedupeSnapshot.StorePoint(lastSeq: lastSeq, liveFileSize: 0)
-    let configured = options.rooms.map(\.json)
-    let livePath = path
-    let directory = options.directory
-    disk.submit(
-      {
-        var point = point
-        // The disk thread wrote every record before this job: the file is as the next start finds it.
-        point.liveFileSize = UInt64(FileSystem.size(livePath) ?? 0)
-        DedupeSnapshot.write(
-          DedupeSnapshot.encode(window, at: point, configuredRooms: configured),
-          directory: directory)
-      }, completion: { _ in completion() })
+    whenDurable { [weak self] in
+      guard let self else { return completion() }
+      self.checkpointDedupe(completion: completion)
+    }
   }
 
   private func restoreDedupe(_ found: [[UInt8]: DedupeRebuild.Room]) {
+    dedupe.source = .tail
     for (room, ids) in found {
       dedupe.window.restore(
         room: room, hashes: ids.hashes, newestID: ids.newestID, newestTime: ids.newestTime)
@@ -171,8 +171,16 @@ extension MessageStore {
   }
 }
 
+/// Where the dedupe window came from at start, for the log.
+public enum DedupeSource: Equatable, Sendable {
+  /// A snapshot that knew the records up to `lastSeq`, and `recordsAfter` records read on top.
+  case snapshot(lastSeq: UInt64, recordsAfter: UInt64)
+  /// The store's tail (no snapshot, or one that did not hold).
+  case tail
+}
+
 /// Where the window at start came from.
 private enum DedupeStart: Sendable {
-  case snapshot(DedupeWindow)
+  case snapshot(DedupeWindow, lastSeq: UInt64, fromSeq: UInt64)
   case tail([[UInt8]: DedupeRebuild.Room])
 }

@@ -22,6 +22,9 @@ extension MessageStore {
     /// Whether joins name a room's newest stored id (`SinceField=`, XMPP's archive queries),
     /// so the dedupe window keeps each room's as text.
     public var keepsNewestIDs = true
+    /// How often a running daemon writes the window to its snapshot (when records were stored
+    /// since); zero: only at a clean stop.
+    public var dedupeSnapshotInterval = Duration.seconds(60)
 
     /// Creates options.
     public init(
@@ -47,6 +50,7 @@ extension MessageStore {
         maxFileSize: configuration.maxFileSize, maxFiles: configuration.maxFiles,
         dedupeWindow: configuration.dedupeWindow,
         rooms: configuration.rooms.compactMap(RoomID.init))
+      dedupeSnapshotInterval = configuration.dedupeSnapshotInterval
       idsConfigured =
         !configuration.envelope.idField.isEmpty || !configuration.stompIDHeader.isEmpty
         || !configuration.mqttIDProperty.isEmpty || configuration.chatProtocol == .xmpp

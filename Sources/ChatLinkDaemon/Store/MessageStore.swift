@@ -64,9 +64,8 @@ public final class MessageStore {
   /// The last write's error and the last fsync's, while they fail; `failure` is either.
   private var writeError: SystemError?
   private var syncError: SystemError?
-  /// When the last successful fsync started: the group-commit interval runs from the start of
-  /// one sync to the start of the next, so a line waits at most the interval plus one fsync
-  /// (counting from the end would add the fsync's duration to every interval).
+  /// When the last successful fsync started: the interval runs from one sync's start to the
+  /// next's, so a line waits at most the interval plus one fsync (not plus two).
   private var lastSync = MonotonicInstant.origin
   private var syncTimer: Timer?
   private var retryTimer: Timer?
@@ -380,6 +379,7 @@ public final class MessageStore {
     guard target > durableSeq else { return }
     durableSeq = target
     onDurable?(durableSeq)
+    checkpointDurable()
     guard !drainWaiters.isEmpty, durableSeq >= lastSeq else { return }
     let waiters = drainWaiters
     drainWaiters = []
