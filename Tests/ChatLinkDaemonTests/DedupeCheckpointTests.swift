@@ -142,6 +142,25 @@ final class DedupeCheckpointTests: XCTestCase {
     }
   }
 
+  func testACheckpointIsPutInPlaceOnlyOnceEveryRecordItKnowsIsDurable() throws {
+    defer { FileSystem.failingDataSyncs.fail(next: 0) }
+    let store = try open()
+    receive(store, id: "m1")
+    try durable(store)
+    // The next fsync fails; its retry comes a second later.
+    FileSystem.failingDataSyncs.fail(next: 1)
+    receive(store, id: "m2")
+    var done = false
+    store.checkpointDedupe { done = true }
+    try spin(loop) { store.failure != nil }
+    try spin(loop, for: 300_000)
+    XCTAssertFalse(snapshotExists(), "it knows m2, which a power cut could still take")
+    XCTAssertFalse(done)
+    try spin(loop, timeout: 3_000_000) { done }
+    XCTAssertEqual(store.durableSeq, 2)
+    XCTAssertTrue(snapshotExists())
+  }
+
   func testACheckpointIsWrittenOnlyWhenSomethingWasStoredSinceTheLast() throws {
     let store = try open()
     receive(store, id: "m1")

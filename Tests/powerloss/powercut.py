@@ -57,6 +57,9 @@ class Scenario:
     # published with ids, joins carry the newest stored id, and every replay starts
     # `REPLAY_OVERLAP` messages early (redeliveries the dedupe window must drop).
     catchup: bool = False
+    # Catch-up floods: how long one lasts, and when in it the cut may come (seconds).
+    flood_seconds: float = 1 / 3
+    cut_window: tuple[float, float] = (0.02, 0.45)
 
 
 SCENARIOS = [
@@ -73,6 +76,11 @@ SCENARIOS = [
     # Smaller floods than the others: every restart rebuilds the dedupe window from the store's
     # tail, slowly in a debug build, and the store keeps every cut's survivors.
     Scenario("dedupe batch", "batch", flood=2000, catchup=True),
+    # The window's snapshot written every second while the flood goes on (two seconds of it):
+    # cuts land before, during and after its writes, and each start reads the snapshot and the
+    # records after it.
+    Scenario("dedupe checkpoints batch", "batch", {"DedupeSnapshotSec": "1"}, flood=2000, catchup=True,
+             flood_seconds=2.0, cut_window=(0.5, 2.8)),
 ]
 
 CATCHUP_ROOMS = (7, "ops")
@@ -95,6 +103,7 @@ class Tally:
     ids_lost: int = 0  # catch-up: messages whose records a cut took
     ids_restored: int = 0  # of those, stored again once the backend redelivered them
     redeliveries_dropped: int = 0  # catch-up: duplicates the restarted daemons dropped
+    snapshot_starts: int = 0  # catch-up: restarts whose dedupe window came from its snapshot
     violations: list[str] = field(default_factory=list)
 
 
@@ -224,6 +233,7 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
     try:
         for round in range(cuts + 1):
             mount.start()
+            started_at = time.monotonic()
             try:
                 daemon.start(timeout=30)
             except BaseException as e:  # noqa: BLE001 - pytest.fail's exception included
@@ -234,6 +244,8 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
                 check_restart(daemon, status, durable, disk_last, room7, violation)
                 if sc.catchup:
                     check_catch_up(daemon, backend, lost_ids, cut_conn, tally, violation)
+                    tally.snapshot_starts += any("dedupe window read from its snapshot" in line
+                                                 for _, line in daemon.log_lines(started_at))
             if round == cuts or time.monotonic() > deadline:
                 break
             if stop_at_violation and tally.violations:
@@ -259,13 +271,14 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
             for t in senders + batches:
                 t.start()
             if sc.catchup:
-                # A third of a second: many cuts land in the middle of it.
-                flood = Publisher(backend, list(CATCHUP_ROOMS), sc.flood, rate=3 * sc.flood, tag=f"c{round}-")
+                # `flood_seconds` long (a third of a second unless the scenario says): many cuts land in it.
+                flood = Publisher(backend, list(CATCHUP_ROOMS), sc.flood, rate=sc.flood / sc.flood_seconds,
+                                  tag=f"c{round}-")
                 flood.start()
             else:
                 flood = backend.flood(sc.flood, size=200, room=7, tag=f"-c{round}") if sc.flood else None
             # Catch-up floods are short (see SCENARIOS): cut most of them in the middle.
-            wait = rng.uniform(0.02, 0.45) if sc.catchup else rng.uniform(0.05, 1.2)
+            wait = rng.uniform(*sc.cut_window) if sc.catchup else rng.uniform(0.05, 1.2)
             if sc.blackhole:
                 time.sleep(wait / 2)
                 backend.unblackhole()  # the long outbox is confirmed in bursts from now on
@@ -310,6 +323,8 @@ def run_scenario(sc: Scenario, cuts: int, rng: random.Random, root: Path, deadli
                 cut_conn = max((c.id for c in backend.connections()), default=0)
                 lost_ids = ids_taken_by_the_cut(live / "state", backing / "state")
                 tally.ids_lost += sum(len(v) for v in lost_ids.values())
+        if sc.store.get("DedupeSnapshotSec") and tally.cuts >= 3 and not tally.snapshot_starts:
+            violation(f"none of {tally.cuts} restarts read the dedupe window's snapshot")
         # Every send acknowledged before a cut is delivered, at least once, in order.
         acked_all.sort(key=lambda a: a["count"])
         end = time.monotonic() + 30
@@ -496,11 +511,11 @@ def check_catch_up(daemon, backend, lost_ids: dict, cut_conn: int, tally: Tally,
 def table(results: list[tuple[str, Tally]]) -> str:
     head = ("scenario", "cuts", "records at risk", "lost", "torn", "dup seqs", "acked sends", "acked lost",
             "torn tails cut", "renames", "cuts mid-rename", "max batch loss ms", "ids lost/restored",
-            "redeliveries dropped", "violations")
+            "redeliveries dropped", "snapshot starts", "violations")
     rows = [head] + [(n, t.cuts, t.at_risk, t.lost, t.torn, t.duplicates, t.acked, t.acked_lost, t.repaired, t.renames, t.mid_rename,
                       f"{t.largest_window_ms:.0f}" if t.largest_window_ms else "-",
                       f"{t.ids_lost}/{t.ids_restored}" if t.ids_lost or t.redeliveries_dropped else "-",
-                      t.redeliveries_dropped or "-", len(t.violations))
+                      t.redeliveries_dropped or "-", t.snapshot_starts or "-", len(t.violations))
                      for n, t in results]
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows)
@@ -516,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="succeed only if there is a violation (for a deliberately broken daemon)")
     ap.add_argument("--skip-directory-fsync", metavar="REASONS",
                     help="run the debug daemon with CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC=REASONS "
-                         "(all, or a list of mkdir,create,rotate,compact)")
+                         "(all, or a list of mkdir,create,rotate,compact,snapshot)")
     args = ap.parse_args(argv)
     if args.skip_directory_fsync:
         os.environ["CHATLINK_DEBUG_SKIP_DIRECTORY_FSYNC"] = args.skip_directory_fsync

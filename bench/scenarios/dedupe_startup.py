@@ -8,11 +8,15 @@ window holds what the store held (Daemon.swift, `whenDedupeReady`), and until th
 says `idle`. So each trial times spawn → READY=1 (sd_notify), → the first GetStatus reply, →
 the first reply whose state is past `idle` (the link started: the window rebuilt), → `open`.
 
-A clean stop writes the window to `dedupe-window` in the store's directory, and the next start
-reads it back instead of the tail when the store is as the stop left it (no record since); a
-start after a crash has none. "ids on" is the start after a clean stop (the snapshot its untimed
-first start's stop wrote, put back before each trial, since the other subjects share the store);
-"after a crash" and "every room" start without one."""
+A clean stop writes the window to `dedupe-window` in the store's directory, and so does a running
+daemon every `DedupeSnapshotSec=` (60 s) while records come; a start reads it back and then the
+records stored after it, instead of the tail. "ids on" is the start after a clean stop (the
+snapshot its untimed first start's stop wrote, put back before each trial, since the other
+subjects share the store); "after a crash, a checkpoint behind" starts from a snapshot taken
+`CHECKPOINT_BEHIND` records before the store's end (by a daemon started on the store without
+them: hard links to the rotated files and the live file cut short), as a crash a while after the
+last checkpoint does; "after a crash, no snapshot" and "every room" start without one (a store
+whose snapshot was deleted, or the first start with ids)."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from scenarios.store import NotifyListener
 
 STARTUP_RECORDS = 5_000_000 // SCALE
 STARTUP_MAX_FILES = 32  # more than the id store's files: the retention removes nothing
+CHECKPOINT_BEHIND = 10_000 // SCALE  # records stored after the last checkpoint
 STARTUP_LIMIT = 2.0  # ids on within 2× of ids off (and of the baseline build)
 BASELINE = os.environ.get("BENCH_BASELINE_BIN")
 MILESTONES = ["READY=1", "control socket answers", "link started (window rebuilt)", "open"]
@@ -39,7 +44,9 @@ EVERY_ROOM = ",".join(str(r) for r in [*range(1, 21), gen_store.RARE_ROOM])
 LABELS = {
     "ids off": "ids off (no IDField=): no window to fill",
     "ids on": "ids on (`IDField=msg_id`), after a clean stop: the window read from its snapshot",
-    "ids on, after a crash": "ids on, after a crash (no snapshot): the window filled from the newest records",
+    "ids on, checkpoint behind": f"ids on, after a crash {CHECKPOINT_BEHIND:,} records after the last checkpoint: "
+                                 "its snapshot and the records after it",
+    "ids on, after a crash": "ids on, after a crash, no snapshot: the window filled from the newest records",
     "ids on, every room": f"ids on, `Rooms={EVERY_ROOM}`, after a crash: the rare room's ids looked up "
                           "through the room indexes, back to the store's oldest file (the worst case)",
     "baseline": f"baseline build ({BASELINE}), no IDField=",
@@ -73,6 +80,28 @@ def startup_trial(daemon: Chatlinkd, binary: Path, notify: NotifyListener) -> di
     return times
 
 
+def checkpoint_behind(store_dir: Path, work: Path, url: str, store: dict, notify: NotifyListener) -> bytes:
+    """The snapshot a checkpoint `CHECKPOINT_BEHIND` records before the store's end leaves: a
+    clean stop of a daemon with ids on a copy of the store without those records (hard links to
+    the rotated files, the live file cut short)."""
+    early = work / "early-store"
+    shutil.rmtree(early, ignore_errors=True)
+    early.mkdir(parents=True)
+    for f in store_dir.glob("messages.jsonl.*"):
+        os.link(f, early / f.name)
+    live = (store_dir / "messages.jsonl").read_bytes()
+    end = len(live) - 1  # the last line's newline
+    for _ in range(CHECKPOINT_BEHIND):
+        end = live.rindex(b"\n", 0, end)
+    (early / "messages.jsonl").write_bytes(live[:end + 1])
+    daemon = Chatlinkd(work / "early", url, Store={**store, "Directory": early}, Envelope={"IDField": "msg_id"})
+    daemon.store = early
+    startup_trial(daemon, CHATLINKD, notify)
+    saved = (early / SNAPSHOT).read_bytes()
+    shutil.rmtree(early, ignore_errors=True)
+    return saved
+
+
 def run(report: Report) -> None:
     store_dir = CACHE / "bigstore-ids" / "state"
     t0 = time.monotonic()
@@ -90,6 +119,8 @@ def run(report: Report) -> None:
     subjects = {
         "ids off": (CHATLINKD, Chatlinkd(work / "off", url, Store=store)),
         "ids on": (CHATLINKD, Chatlinkd(work / "on", url, Store=store, Envelope={"IDField": "msg_id"})),
+        "ids on, checkpoint behind": (CHATLINKD, Chatlinkd(work / "behind", url, Store=store,
+                                                           Envelope={"IDField": "msg_id"})),
         "ids on, after a crash": (CHATLINKD, Chatlinkd(work / "crash", url, Store=store,
                                                        Envelope={"IDField": "msg_id"})),
         "ids on, every room": (CHATLINKD, Chatlinkd(work / "rooms", url, Store=store, Backend={"Rooms": EVERY_ROOM},
@@ -110,13 +141,14 @@ def run(report: Report) -> None:
     snapshot.unlink(missing_ok=True)
     startup_trial(subjects["ids on"][1], CHATLINKD, notify)
     saved = snapshot.read_bytes()  # the window as a clean stop of "ids on" leaves it
+    behind = checkpoint_behind(store_dir, work, url, store, notify)
     reps = max(REPS, 5)
     times: dict[str, list[dict[str, float]]] = {s: [] for s in subjects}
     for rep, subject in interleaved(list(subjects), reps):
         binary, daemon = subjects[subject]
         snapshot.unlink(missing_ok=True)
-        if subject == "ids on":
-            snapshot.write_bytes(saved)
+        if subject in ("ids on", "ids on, checkpoint behind"):
+            snapshot.write_bytes(saved if subject == "ids on" else behind)
             snapshot.chmod(0o600)
         times[subject].append(startup_trial(daemon, binary, notify))
         if subject == "ids on" and not snapshot.exists():
@@ -139,7 +171,7 @@ def run(report: Report) -> None:
     )
     checks = []
     references = ["ids off"] + (["baseline"] if BASELINE else [])
-    for subject in ("ids on", "ids on, after a crash"):
+    for subject in ("ids on", "ids on, checkpoint behind", "ids on, after a crash"):
         for reference in references:
             for milestone in (MILESTONES[0], MILESTONES[2]):
                 ours, theirs = med(subject, milestone), med(reference, milestone)
@@ -150,8 +182,8 @@ def run(report: Report) -> None:
     report.note(
         "The store is `gen_store.py --ids`: every record has the backend's id (`\"id\":\"m-…\"` after its "
         "`\"type\"`, and `\"msg_id\"` in the event's data). With ids on the daemon reads its window's snapshot "
-        "(written by the last clean stop, about 3 MB for 20 rooms × 10,000 ids) or, after a crash, the newest "
-        "200,000 records, on its disk thread, before its link starts; READY=1 does not wait for that, the "
+        "(written by the last clean stop or checkpoint, about 3 MB for 20 rooms × 10,000 ids) and the records "
+        "after it or, with no snapshot, the newest 200,000 records, on its disk thread, before its link starts; READY=1 does not wait for that, the "
         "link does. The link-started time is the first GetStatus "
         "reply (polled every 0.5 ms on one connection) whose state is past `idle`: with ids off that is the "
         "first reply. `open` adds the WebSocket handshake with a local Go backend. "

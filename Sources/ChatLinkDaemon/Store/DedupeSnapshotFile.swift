@@ -27,8 +27,9 @@ struct DedupeSnapshotFile: Sendable {
     return write(bytes)
   }
 
-  /// Ends the file with its hash, syncs it and renames it into place; false (and no file
-  /// left) when any of that fails: the last snapshot stays.
+  /// Ends the file with its hash, syncs it, renames it into place and syncs the directory, so
+  /// the rename survives a power cut; false when any of that fails: with no file left, or the
+  /// new one in place and its name maybe not durable (either snapshot holds for the store).
   func commit() -> Bool {
     var hash = sum.value.littleEndian
     let tail = withUnsafeBytes(of: &hash) { Array($0) }
@@ -40,7 +41,12 @@ struct DedupeSnapshotFile: Sendable {
       unlink(Self.temporaryPath(directory))
       return false
     }
-    return true
+    do {
+      try FileSystem.syncDirectory(directory, for: .snapshot)
+      return true
+    } catch {
+      return false
+    }
   }
 
   /// Gives the snapshot up: no file is left of it.
@@ -81,14 +87,12 @@ struct DedupeSnapshotChecksum: Sendable {
       offset = min(Self.step - pending.count, bytes.count)
       pending += bytes[..<offset]
       guard pending.count == Self.step else { return }
-      pending.withUnsafeBytes { mix($0, at: 0) }
+      pending.withUnsafeBytes { lanes = Self.mixed(lanes, $0, from: 0, to: Self.step) }
       pending.removeAll(keepingCapacity: true)
     }
-    while bytes.count - offset >= Self.step {
-      mix(bytes, at: offset)
-      offset += Self.step
-    }
-    pending += bytes[offset...]
+    let end = offset + (bytes.count - offset) / Self.step * Self.step
+    lanes = Self.mixed(lanes, bytes, from: offset, to: end)
+    pending += bytes[end...]
   }
 
   /// The hash of everything fed so far.
@@ -99,13 +103,25 @@ struct DedupeSnapshotChecksum: Sendable {
     return pending.withUnsafeBytes { hasher.hash($0) } ^ UInt64(count)
   }
 
-  private mutating func mix(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
-    func lane(_ state: UInt64, _ at: Int) -> UInt64 {
-      let mixed =
-        (state ^ bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt64.self)) &* Self.prime
+  /// The lanes after the steps of `bytes[from..<to]` (a whole number of steps), in one loop
+  /// with the lanes in registers: 3 MB at every start.
+  private static func mixed(
+    _ lanes: (UInt64, UInt64, UInt64, UInt64), _ bytes: UnsafeRawBufferPointer, from: Int, to: Int
+  ) -> (UInt64, UInt64, UInt64, UInt64) {
+    var (a, b, c, d) = lanes
+    var offset = from
+    while offset < to {
+      a = (a ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* prime
+      b = (b ^ bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) &* prime
+      c = (c ^ bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)) &* prime
+      d = (d ^ bytes.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)) &* prime
       // A shift keeps high bits flowing into the low ones, which the multiply alone never does.
-      return mixed ^ mixed >> 29
+      a ^= a >> 29
+      b ^= b >> 29
+      c ^= c >> 29
+      d ^= d >> 29
+      offset += step
     }
-    lanes = (lane(lanes.0, 0), lane(lanes.1, 8), lane(lanes.2, 16), lane(lanes.3, 24))
+    return (a, b, c, d)
   }
 }

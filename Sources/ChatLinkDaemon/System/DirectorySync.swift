@@ -23,6 +23,8 @@ extension FileSystem {
     case rotate
     /// The outbox's compaction renamed its new log into place.
     case compact
+    /// The dedupe window's snapshot was renamed into place.
+    case snapshot
   }
 
   /// Makes the entries of the directory at `path` durable.
