@@ -99,13 +99,27 @@ struct RecentIDs {
   private mutating func grow(_ hash: UInt64, capacity: Int) -> Bool {
     let probe = table.withUnsafeBufferPointer { Self.probe(hash, $0) }
     guard !probe.found else { return false }
-    if ring.count == ring.capacity { ring.reserveCapacity(min(capacity, max(16, ring.count * 2))) }
+    if ring.count == ring.capacity { enlargeRing(capacity: capacity) }
     ring.append(UInt32(truncatingIfNeeded: hash))
     if ring.count * 3 <= table.count * 2 {
       table[probe.slot] = hash
       return true
     }
-    // At most 2/3 full, and no bigger than the full window needs.
+    enlargeTable(adding: hash, capacity: capacity)
+    return true
+  }
+
+  /// Room for twice as many ids in the ring, up to the window's capacity. Out of line, as
+  /// `enlargeTable` is: the usual insert, which needs neither, then saves no registers for them.
+  @inline(never)
+  private mutating func enlargeRing(capacity: Int) {
+    ring.reserveCapacity(min(capacity, max(16, ring.count * 2)))
+  }
+
+  /// A larger table, with `hash` in it as well: at most 2/3 full, and no bigger than the full
+  /// window needs.
+  @inline(never)
+  private mutating func enlargeTable(adding hash: UInt64, capacity: Int) {
     let old = table
     let size = min(table.count * 2, max(16, (capacity * 3 + 1) / 2))
     table = [UInt64](repeating: 0, count: max(size, (ring.count * 3 + 1) / 2))
@@ -113,7 +127,6 @@ struct RecentIDs {
       for held in old where held != 0 { Self.place(held, table) }
       Self.place(hash, table)
     }
-    return true
   }
 
   /// Keeps `id` as the newest, in place when it is as long as the last (the ids of one
