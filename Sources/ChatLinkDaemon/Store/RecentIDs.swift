@@ -20,6 +20,9 @@ struct RecentIDs {
   var newest: [UInt8]?
   /// When the newest id's record was stored, in microseconds since the epoch (0: unknown).
   var newestTime: Int64 = 0
+  /// When `DedupeWindow` last saw the room (its clock), to give up the room least recently
+  /// seen: kept with the ids, which every insert writes anyway.
+  var lastSeen: UInt64 = 0
 
   /// How many ids it holds.
   var count: Int { ring.count }
