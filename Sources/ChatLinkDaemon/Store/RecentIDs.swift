@@ -60,6 +60,7 @@ struct RecentIDs {
 
   /// Adds `hash` unless it is there (false then); `id`, when given, becomes the newest id,
   /// stored at `time` (microseconds since the epoch).
+  @inline(__always)
   mutating func insert(
     _ hash: UInt64, id: UnsafeRawBufferPointer?, time: Int64 = 0, capacity: Int
   ) -> Bool {
@@ -98,7 +99,9 @@ struct RecentIDs {
     return inserted
   }
 
-  /// An insert while the ring is not full yet.
+  /// An insert while the ring is not full yet: inlined, its rare paths out of line, so that
+  /// each insert into a growing room does not save and restore registers for a call.
+  @inline(__always)
   private mutating func grow(_ hash: UInt64, capacity: Int) -> Bool {
     let probe = table.withUnsafeBufferPointer { Self.probe(hash, $0) }
     guard !probe.found else { return false }
