@@ -56,18 +56,54 @@ extension JSONScanner {
       var i = 0
       while i < count {
         let start = Int(bounds[i])
-        // Most members match no key, and most differ from every key in length.
-        if Int(bounds[i + 1]) - start == key.count && equals(base + start, key) { return i }
+        // Most members match no key, and most differ from every key in length or first byte;
+        // the rest are compared out of line, which keeps this loop small enough for the
+        // scanner's members to be inlined with it.
+        if Int(bounds[i + 1]) - start == key.count
+          && (key.isEmpty || (base[start] == key[0] && Self.equals(base + start, key)))
+        {
+          return i
+        }
         i += 1
       }
       return nil
     }
 
-    @inline(__always)
-    private func equals(_ want: UnsafePointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>) -> Bool {
-      var j = 0
-      while j < key.count && key[j] == want[j] { j += 1 }
-      return j == key.count
+    /// Whether the `key.count` bytes at `want` are `key`'s, compared a word at a time: a key is
+    /// a few bytes, and a byte at a time cost a compare and a branch for each. Each length reads
+    /// its bytes as two loads that may overlap, so nothing past either key is read.
+    @inline(never)
+    private static func equals(
+      _ want: UnsafePointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+      let count = key.count
+      guard count > 0, let have = key.baseAddress else { return true }
+      let a = UnsafeRawPointer(want)
+      let b = UnsafeRawPointer(have)
+      if count >= 8 {
+        var offset = 0
+        while offset + 8 < count {
+          if a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            != b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+          {
+            return false
+          }
+          offset += 8
+        }
+        return a.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+          == b.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+      }
+      if count >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+          && a.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            == b.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+      }
+      if count >= 2 {
+        return a.loadUnaligned(as: UInt16.self) == b.loadUnaligned(as: UInt16.self)
+          && a.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+            == b.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+      }
+      return want[0] == have[0]
     }
   }
 }

@@ -46,6 +46,12 @@ extension JSONScanner {
     public var hasLineBreaks: Bool
     /// Whether the top-level value is an object.
     public var isObject: Bool
+    /// The offsets of the first and the last backslash that starts an escape in a string (a
+    /// key or a value); `Int32.max` and -1 when no string has escapes. Found as the strings
+    /// are read (only strings with escapes take the path that sets them), so a caller need not
+    /// search a value again to know that it has none.
+    @usableFromInline var firstEscape: Int32 = .max
+    @usableFromInline var lastEscape: Int32 = -1
 
     /// An empty result, to be filled by `scan(_:…into:)`.
     public init() {
@@ -59,6 +65,14 @@ extension JSONScanner {
       self.nested = nested
       self.hasLineBreaks = hasLineBreaks
       self.isObject = isObject
+    }
+
+    /// Whether a string's escape may lie in `range` of the text scanned: false when none does,
+    /// so a string value there is its text as it stands. True when escapes lie both before and
+    /// after `range`, whether or not one lies in it.
+    @inlinable
+    public func mayHaveEscapes(in range: Range<Int>) -> Bool {
+      Int(firstEscape) < range.upperBound && Int(lastEscape) >= range.lowerBound
     }
   }
 }

@@ -11,6 +11,8 @@ public struct JSONScanner {
   private var depth = 0
   /// Whether the string `string()` parsed last had escapes.
   private var lastStringEscaped = false
+  /// Where the first and the last escape of any string are (`Result.mayHaveEscapes(in:)`).
+  private var escapes: (first: Int32, last: Int32) = (.max, -1)
   private var lineBreaks = false
   /// Nesting beyond this is refused: recursion must stay bounded on hostile input.
   public static let maxDepth = 128
@@ -85,6 +87,7 @@ public struct JSONScanner {
     scanner.skipWhitespace()
     guard scanner.index == scanner.count else { return false }
     result.hasLineBreaks = scanner.lineBreaks
+    (result.firstEscape, result.lastEscape) = scanner.escapes
     return true
   }
 
@@ -142,6 +145,7 @@ public struct JSONScanner {
     scanner.skipWhitespace()
     guard scanner.index == scanner.count else { return nil }
     result.hasLineBreaks = scanner.lineBreaks
+    (result.firstEscape, result.lastEscape) = scanner.escapes
     return result
   }
 
@@ -304,6 +308,9 @@ public struct JSONScanner {
       guard byte == UInt8(ascii: "\\") else { return nil }  // control characters must be escaped
       guard validate(&utf8, plainStart..<index), utf8.isComplete else { return nil }
       lastStringEscaped = true
+      escapes = (
+        min(escapes.first, Int32(truncatingIfNeeded: index)), Int32(truncatingIfNeeded: index)
+      )
       index += 1
       guard index < count else { return nil }
       switch base[index] {
@@ -386,15 +393,5 @@ public struct JSONScanner {
   private func escapedIndex(of key: Key, in keys: Table) -> Int? {
     let raw = UnsafeRawBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
     return JSONString.unescape(raw).withUnsafeBufferPointer { keys.index(of: $0) }
-  }
-}
-
-extension UInt8 {
-  /// Whether the byte is an ASCII digit.
-  public var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
-  /// Whether the byte is an ASCII hex digit.
-  public var isHexDigit: Bool {
-    isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f"))
-      || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
   }
 }

@@ -145,3 +145,13 @@ public enum JSONString {
     }
   }
 }
+
+extension UInt8 {
+  /// Whether the byte is an ASCII digit.
+  public var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+  /// Whether the byte is an ASCII hex digit.
+  public var isHexDigit: Bool {
+    isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f"))
+      || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
+  }
+}

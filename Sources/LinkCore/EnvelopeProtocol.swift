@@ -171,7 +171,9 @@ public struct EnvelopeProtocol: BackendProtocol {
       // The range is read out here: a method of `self` (474 bytes) called from this mutating
       // one is handed a copy of it, and so is a closure that reads the scan.
       let range = scan.nested[2]
-      id = message.withUnsafeBytes { raw in MessageID.location(raw, range) }
+      // The scan saw where strings had escapes: most frames have none, or none in the id.
+      let plain = range.map { !scan.mayHaveEscapes(in: $0) } ?? true
+      id = message.withUnsafeBytes { raw in MessageID.location(raw, range, plain: plain) }
     }
     reading.record = InboundMessage(
       payload: consume message, scan: .json(hasLineBreaks: scan.hasLineBreaks), room: room, id: id)

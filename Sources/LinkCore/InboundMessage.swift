@@ -33,7 +33,7 @@ public struct InboundMessage: Sendable {
   /// The backend's stable id of this message, unique within its room (its text: a string's
   /// content, a number's digits), when the dialect is told where to find one: the store keeps
   /// it in the record and drops a message whose id its room has had recently.
-  @inlinable
+  @inlinable @inline(__always)
   public var id: MessageIDText? {
     get { marks.id }
     set { marks.id = newValue }
@@ -110,7 +110,7 @@ struct RecordMarks: Sendable {
   @inlinable @inline(__always)
   var hasID: Bool { bits >> 45 & (1 << 17 - 1) != 0 }
 
-  @inlinable
+  @inlinable @inline(__always)
   var id: MessageIDText? {
     get { MessageIDText(packed: bits >> 20) }
     set { bits = bits & 0xF_FFFF | (newValue?.packed ?? 0) << 20 }

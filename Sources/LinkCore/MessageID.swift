@@ -108,15 +108,28 @@ public enum MessageID {
   public static func location(
     _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?, in place: MessageIDText.Place = .payload
   ) -> MessageIDText? {
+    location(raw, range, plain: false, in: place)
+  }
+
+  /// `location(_:_:in:)`, told whether the caller knows that the value holds no backslash
+  /// (`plain`, from `JSONScanner.Result.mayHaveEscapes(in:)`): a string's content is then
+  /// not searched for escapes, a call for every inbound envelope's id.
+  @inlinable
+  public static func location(
+    _ raw: UnsafeRawBufferPointer, _ range: Range<Int>?, plain: Bool,
+    in place: MessageIDText.Place = .payload
+  ) -> MessageIDText? {
     guard let range, !range.isEmpty else { return nil }
     let first = raw[range.lowerBound]
     if first == UInt8(ascii: "\"") {
       guard range.count > 2 else { return nil }
       let content = (range.lowerBound + 1)..<(range.upperBound - 1)
-      let escaped = raw.baseAddress.map {
-        memchr($0 + content.lowerBound, Int32(UInt8(ascii: "\\")), content.count) != nil
-      }
-      return MessageIDText(place, content, escaped: escaped ?? false)
+      let escaped =
+        !plain
+        && raw.baseAddress.map {
+          memchr($0 + content.lowerBound, Int32(UInt8(ascii: "\\")), content.count) != nil
+        } ?? false
+      return MessageIDText(place, content, escaped: escaped)
     }
     guard first == UInt8(ascii: "-") || first.isDigit else { return nil }
     return MessageIDText(place, range)

@@ -681,6 +681,10 @@ func checkScan(_ m: [UInt8], _ ref: Ref?, _ keys: KeySet) {
     require(
       RefParser.parse(slice).ref == expected,
       "\(what): range \(range) holds \(hex(slice)), not the key's value")
+    // A value said to have no escapes is read as it stands (an envelope's message id).
+    require(
+      result.mayHaveEscapes(in: range) || !slice.contains(UInt8(ascii: "\\")),
+      "\(what): range \(range) has a backslash the scan did not report: \(hex(slice))")
   }
   for (i, key) in keys.top.enumerated() {
     let firstAsked = keys.top.firstIndex(of: key) == i

@@ -25,6 +25,23 @@ final class CatchUpTests: XCTestCase {
     XCTAssertEqual(id(#"{"event":"message","data":{"msg_id":-5}}"#), "-5")
   }
 
+  func testAnIDIsMarkedEscapedOnlyWhenItsOwnStringHasEscapesWhereverTheFramesAre() {
+    var dialect = envelope()
+    for (data, escaped, want) in [
+      (#"{"msg_id":"m-1","message":"a\nb"}"#, false, "m-1"),
+      (#"{"message":"a\nb","msg_id":"m-2"}"#, false, "m-2"),
+      (#"{"message":"a\nb","msg_id":12}"#, false, "12"),
+      (#"{"msg_id":"m\\","message":"x"}"#, true, #"m\"#),
+      (#"{"msg_id":"\u006d-3"}"#, true, "m-3"),
+      (#"{"message":"a\nb","msg_id":"m-4","sender":"\"x\""}"#, false, "m-4"),
+      (#"{"message":"a\nb","msg_id":"m\"5","sender":"\"x\""}"#, true, #"m"5"#),
+    ] {
+      let record = dialect.read(text(#"{"event":"message","data":\#(data)}"#)).record
+      XCTAssertEqual(record?.id?.escaped, escaped, data)
+      XCTAssertEqual(idText(record), want, data)
+    }
+  }
+
   func testValuesThatAreNotIDsGiveNone() {
     for value in [#"{}"#, #"[1]"#, "true", "null", #""""#] {
       XCTAssertNil(id(#"{"event":"message","data":{"msg_id":\#(value)}}"#), value)

@@ -27,10 +27,10 @@ struct DedupeWindow {
   /// Whether each room's newest id is kept as text (`newestID(room:)`): only joins that name
   /// it ask for it (`SinceField=`), and copying it costs every message.
   let keepsNewest: Bool
-  /// Each room's JSON, its FNV-1a hash, when it was last seen, and its ids (with its newest).
+  /// Each room's JSON, its FNV-1a hash, and its ids (with its newest, and when the room was
+  /// last seen).
   private var rooms: [[UInt8]] = []
   private var roomHashes: [UInt32] = []
-  private var lastSeen: [UInt64] = []
   private var recent: [RecentIDs] = []
   /// Room indices by room hash (open addressing, linear probing; -1 is free), twice as many
   /// slots as rooms may keep windows.
@@ -83,9 +83,20 @@ struct DedupeWindow {
     } else {
       index = self.index(of: [], hash: roomHash)
     }
-    return recent[index].insert(
+    return Self.insert(
       hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
-      capacity: capacity)
+      capacity: capacity, seen: clock, into: &recent[index])
+  }
+
+  /// Inserts into one room's ids and marks the room seen, in one access to its element: a
+  /// second access cost a uniqueness check of the array for every message.
+  @inline(__always)
+  private static func insert(
+    _ hash: UInt64, id: UnsafeRawBufferPointer?, time: Int64, capacity: Int, seen: UInt64,
+    into ids: inout RecentIDs
+  ) -> Bool {
+    ids.lastSeen = seen
+    return ids.insert(hash, id: id, time: time, capacity: capacity)
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
@@ -118,6 +129,7 @@ struct DedupeWindow {
         restored.newestTime = newestTime?.microseconds ?? 0
       }
     }
+    restored.lastSeen = clock
     recent[index] = restored
   }
 
@@ -158,7 +170,9 @@ struct DedupeWindow {
       ids.newest = nil
       ids.newestTime = 0
     }
-    recent[index(of: room)] = ids
+    let index = index(of: room)
+    ids.lastSeen = clock
+    recent[index] = ids
     return true
   }
 
@@ -229,15 +243,13 @@ struct DedupeWindow {
   }
 
   /// `index(of:)` given the room's hash; a room that has its index is found inline (a call
-  /// for each message cost its frame), a new one is added out of line.
+  /// for each message cost its frame), a new one is added out of line. The clock moves on:
+  /// the caller marks the room seen (`RecentIDs.lastSeen`) as it writes its ids.
   @inline(__always)
   private mutating func index(of room: [UInt8], hash: UInt32) -> Int {
     clock &+= 1
     let found = find(room, hash: hash)
-    if let index = found.index {
-      lastSeen[index] = clock
-      return index
-    }
+    if let index = found.index { return index }
     return add(room, hash: hash, slot: found.slot)
   }
 
@@ -248,17 +260,19 @@ struct DedupeWindow {
     if rooms.count < maxRooms {
       rooms.append(room)
       roomHashes.append(hash)
-      lastSeen.append(clock)
-      recent.append(RecentIDs())
+      var ids = RecentIDs()
+      ids.lastSeen = clock
+      recent.append(ids)
       roomSlots[slot] = Int32(rooms.count - 1)
       return rooms.count - 1
     }
     // Rare: the slots are simply laid out again.
-    let index = lastSeen.indices.min { lastSeen[$0] < lastSeen[$1] } ?? 0
+    let index = recent.indices.min { recent[$0].lastSeen < recent[$1].lastSeen } ?? 0
     rooms[index] = room
     roomHashes[index] = hash
-    lastSeen[index] = clock
-    recent[index] = RecentIDs()
+    var ids = RecentIDs()
+    ids.lastSeen = clock
+    recent[index] = ids
     roomSlots = Array(repeating: -1, count: roomSlots.count)
     for (i, hash) in roomHashes.enumerated() {
       var slot = Int(hash) & mask

@@ -33,6 +33,9 @@ extension MessageStore {
   /// Appends an inbound record, unless its id is among its room's recent ids: then nothing is
   /// stored (the backend delivered it again) and the seq returned is the last one stored,
   /// which the record it repeats is no later than: once that is durable, so is the message.
+  /// Inlined into its caller (every inbound record with an id comes here from one place): a
+  /// call passing the record's parts cost their moves into registers and out again.
+  @inline(__always)
   public func appendInbound(
     room: [UInt8]?, id: MessageIDText?, meta: [UInt8]?, payload: Message, scan: PayloadScan,
     time: Timestamp

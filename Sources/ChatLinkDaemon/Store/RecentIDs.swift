@@ -20,6 +20,9 @@ struct RecentIDs {
   var newest: [UInt8]?
   /// When the newest id's record was stored, in microseconds since the epoch (0: unknown).
   var newestTime: Int64 = 0
+  /// When `DedupeWindow` last saw the room (its clock), to give up the room least recently
+  /// seen: kept with the ids, which every insert writes anyway.
+  var lastSeen: UInt64 = 0
 
   /// How many ids it holds.
   var count: Int { ring.count }
@@ -57,6 +60,7 @@ struct RecentIDs {
 
   /// Adds `hash` unless it is there (false then); `id`, when given, becomes the newest id,
   /// stored at `time` (microseconds since the epoch).
+  @inline(__always)
   mutating func insert(
     _ hash: UInt64, id: UnsafeRawBufferPointer?, time: Int64 = 0, capacity: Int
   ) -> Bool {
@@ -95,17 +99,33 @@ struct RecentIDs {
     return inserted
   }
 
-  /// An insert while the ring is not full yet.
+  /// An insert while the ring is not full yet: inlined, its rare paths out of line, so that
+  /// each insert into a growing room does not save and restore registers for a call.
+  @inline(__always)
   private mutating func grow(_ hash: UInt64, capacity: Int) -> Bool {
     let probe = table.withUnsafeBufferPointer { Self.probe(hash, $0) }
     guard !probe.found else { return false }
-    if ring.count == ring.capacity { ring.reserveCapacity(min(capacity, max(16, ring.count * 2))) }
+    if ring.count == ring.capacity { enlargeRing(capacity: capacity) }
     ring.append(UInt32(truncatingIfNeeded: hash))
     if ring.count * 3 <= table.count * 2 {
       table[probe.slot] = hash
       return true
     }
-    // At most 2/3 full, and no bigger than the full window needs.
+    enlargeTable(adding: hash, capacity: capacity)
+    return true
+  }
+
+  /// Room for twice as many ids in the ring, up to the window's capacity. Out of line, as
+  /// `enlargeTable` is: the usual insert, which needs neither, then saves no registers for them.
+  @inline(never)
+  private mutating func enlargeRing(capacity: Int) {
+    ring.reserveCapacity(min(capacity, max(16, ring.count * 2)))
+  }
+
+  /// A larger table, with `hash` in it as well: at most 2/3 full, and no bigger than the full
+  /// window needs.
+  @inline(never)
+  private mutating func enlargeTable(adding hash: UInt64, capacity: Int) {
     let old = table
     let size = min(table.count * 2, max(16, (capacity * 3 + 1) / 2))
     table = [UInt64](repeating: 0, count: max(size, (ring.count * 3 + 1) / 2))
@@ -113,7 +133,6 @@ struct RecentIDs {
       for held in old where held != 0 { Self.place(held, table) }
       Self.place(hash, table)
     }
-    return true
   }
 
   /// Keeps `id` as the newest, in place when it is as long as the last (the ids of one
