@@ -156,9 +156,11 @@ final class DedupeCheckpointTests: XCTestCase {
     try spin(loop, for: 300_000)
     XCTAssertFalse(snapshotExists(), "it knows m2, which a power cut could still take")
     XCTAssertFalse(done)
+    XCTAssertTrue(store.dedupeCheckpointRunning)
     try spin(loop, timeout: 3_000_000) { done }
     XCTAssertEqual(store.durableSeq, 2)
     XCTAssertTrue(snapshotExists())
+    XCTAssertFalse(store.dedupeCheckpointRunning)
   }
 
   func testACheckpointIsWrittenOnlyWhenSomethingWasStoredSinceTheLast() throws {

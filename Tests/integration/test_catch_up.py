@@ -359,7 +359,9 @@ class DevPublisher(threading.Thread):
                     room = self.rooms[k % len(self.rooms)]
                     await ws.send(json.dumps({"event": "send-message", "data": {
                         "room_id": room, "message": f"d{k} " + "x" * 40, "sender": "dev-publisher"}}))
-                self.published = due
+                # A `set_rate` during the sends above counts from the `published` before them:
+                # `due` may then lie behind it, and going back would send those messages again.
+                self.published = max(self.published, due)
                 await asyncio.sleep(0.005)
             await asyncio.wait_for(reader, 60)
 

@@ -245,7 +245,8 @@ public final class Daemon {
     let interval = store.options.dedupeSnapshotInterval
     guard interval > .zero else { return }
     checkpointTimer = try loop.makeTimer(accuracy: .milliseconds(100)) { [unowned self] in
-      self.store.checkpointDedupe()
+      // One waiting for a failing disk is not asked for again.
+      if !self.store.dedupeCheckpointRunning { self.store.checkpointDedupe() }
       self.checkpointTimer?.schedule(after: interval)
     }
     checkpointTimer?.schedule(after: interval)

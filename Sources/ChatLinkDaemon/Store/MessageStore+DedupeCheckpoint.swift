@@ -41,6 +41,10 @@ extension MessageStore {
       }, completion: { [weak self] file in self?.checkpointNextRoom(file) })
   }
 
+  /// Whether a checkpoint is being written (or waits for its records to be durable: while the
+  /// disk fails, it waits as long).
+  public var dedupeCheckpointRunning: Bool { dedupe.checkpoint != nil }
+
   /// Writes the next room's part, or once every room's is written, the end.
   private func checkpointNextRoom(_ file: DedupeSnapshotFile?) {
     guard let file, var run = dedupe.checkpoint else { return endCheckpoint(seq: nil) }
