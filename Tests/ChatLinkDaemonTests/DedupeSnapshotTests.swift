@@ -102,6 +102,19 @@ final class DedupeSnapshotTests: XCTestCase {
     XCTAssertTrue(
       nil == DedupeSnapshot.decode(try parts(lastSeq: 14), expected: expectation(storeLastSeq: 20)),
       "a room past the end's last seq")
+    var unknownTag = try parts()
+    let end = unknownTag.count - 8 - 13  // the end: its tag, the room count, the last seq
+    XCTAssertEqual(unknownTag[end], 2)
+    unknownTag[end] = 3
+    unknownTag.replaceSubrange(
+      (unknownTag.count - 8)...,
+      with: withUnsafeBytes(
+        of: unknownTag.withUnsafeBytes {
+          DedupeSnapshot.checksum(UnsafeRawBufferPointer(rebasing: $0[..<(unknownTag.count - 8)]))
+        }.littleEndian, Array.init))
+    XCTAssertTrue(
+      nil == DedupeSnapshot.decode(unknownTag, expected: expectation(storeLastSeq: 20)),
+      "a part of no known kind, its checksum right")
   }
 
   func testTheChecksumFedInPartsIsTheChecksumOfTheWhole() {

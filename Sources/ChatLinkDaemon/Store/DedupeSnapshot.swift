@@ -136,10 +136,12 @@ enum DedupeSnapshot {
         capacity: expected.capacity, keepsNewest: expected.keepsNewest, basis: basis),
       fromSeq: fromSeq, roomSeqs: [:], lastSeq: fromSeq)
     var rooms = 0
-    while let tag = reader.take(1)?.first, tag == roomTag {
-      guard rooms < maxRooms, readRoom(&reader, into: &restored, expected: expected) else {
-        return nil
-      }
+    while true {
+      guard let tag = reader.take(1)?.first else { return nil }
+      if tag == endTag { break }
+      guard tag == roomTag, rooms < maxRooms,
+        readRoom(&reader, into: &restored, expected: expected)
+      else { return nil }
       rooms += 1
     }
     guard let count = reader.u32(), count == rooms, let lastSeq = reader.u64(),
