@@ -24,9 +24,12 @@ final class DedupeCheckpointTests: XCTestCase {
 
   /// A store whose start reads at most `tail` records (the tail's newest, or those after the
   /// snapshot): an older id known after it came from the snapshot.
-  private func open(window: Int = 100, ids: Bool = true, tail: Int = 1) throws -> MessageStore {
+  private func open(
+    window: Int = 100, ids: Bool = true, tail: Int = 1, fileSize: Int = 64 << 20
+  ) throws -> MessageStore {
     var options = MessageStore.Options(
-      directory: dir.path, syncInterval: .milliseconds(10), dedupeWindow: window)
+      directory: dir.path, syncInterval: .milliseconds(10), maxFileSize: fileSize,
+      dedupeWindow: window)
     options.dedupeTailRecords = tail
     options.idsConfigured = ids
     let store = try MessageStore(loop: loop, disk: disk, options: options)
@@ -226,6 +229,28 @@ final class DedupeCheckpointTests: XCTestCase {
     let reopened = try open()
     XCTAssertTrue(receive(reopened, id: "without"), "the record stored since, read on top")
     XCTAssertTrue(receive(reopened, id: "m2"), "the snapshot still holds")
+  }
+
+  func testRecordsAfterTheSnapshotThatAreNoLongerAllThereMakeTheStartReadTheTail() throws {
+    var store: MessageStore? = try open(tail: 500, fileSize: 4096)
+    for n in 1...30 { receive(store!, id: "m\(n)") }
+    try checkpoint(store!)
+    // In writes of 10: the store rotates between writes.
+    for n in 1...100 {
+      receive(store!, id: "late\(n)")
+      if n % 10 == 0 { try durable(store!) }
+    }
+    store = nil
+    // The rotated files, with the first records after the snapshot, are gone.
+    let rotated = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+      .filter { $0.hasPrefix(MessageStore.fileName + ".") }
+    XCTAssertFalse(rotated.isEmpty)
+    for name in rotated { try FileManager.default.removeItem(atPath: dir.path + "/" + name) }
+    let reopened = try open(tail: 500, fileSize: 4096)
+    XCTAssertEqual(reopened.dedupeSource, .tail)
+    XCTAssertFalse(
+      receive(reopened, id: "m2"), "only in the snapshot, whose records since are not all there")
+    XCTAssertTrue(receive(reopened, id: "late100"))
   }
 
   func testAStoreThatEndsBeforeTheSnapshotMakesTheStartReadTheTail() throws {
