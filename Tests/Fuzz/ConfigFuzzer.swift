@@ -318,6 +318,7 @@ let settingKeys: [(section: String, key: String)] =
     ("Backend", "ReconnectMaxSec"), ("Backend", "Compression"), ("Backend", "MaxMessageSize"),
     ("Store", "Directory"), ("Store", "Sync"), ("Store", "SyncIntervalMSec"),
     ("Store", "MaxFileSize"), ("Store", "MaxFiles"), ("Store", "DedupeWindow"),
+    ("Store", "DedupeSnapshotSec"),
     ("Outbox", "MaxMessages"),
     ("Control", "Socket"), ("Control", "SocketMode"), ("Control", "SocketGroup"),
     ("Daemon", "LogLevel"), ("Metrics", "Listen"), ("SocketIO", "Namespace"), ("SocketIO", "Auth"),
@@ -501,6 +502,8 @@ func referenceApply(_ a: RefAssignment, to c: inout Configuration) -> Applied {
       c.maxFiles = n
       return n >= 2 ? .ok : .invalid
     case "DedupeWindow": return set(refInteger(v, 0...1_000_000)) { c.dedupeWindow = $0 }
+    case "DedupeSnapshotSec":
+      return set(refInteger(v, 0...86_400)) { c.dedupeSnapshotInterval = .seconds($0) }
     default: return .unknownKey
     }
   case "Outbox":
