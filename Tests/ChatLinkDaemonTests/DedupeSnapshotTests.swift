@@ -150,39 +150,4 @@ final class DedupeSnapshotTests: XCTestCase {
         nil == DedupeSnapshot.decode(damaged, expected: expectation()), "byte \(offset)")
     }
   }
-
-  func testARoomsPartsThatCannotBeItsTablesAreRefused() {
-    var room = RecentIDs()
-    for n in 1...5 { _ = room.insert(UInt64(n) << 40 | UInt64(n), id: nil, capacity: 20) }
-    let parts = room.parts
-    XCTAssertNotNil(RecentIDs(ring: parts.ring, head: parts.head, table: parts.table, capacity: 20))
-    XCTAssertTrue(
-      nil == RecentIDs(ring: parts.ring, head: parts.head, table: parts.table, capacity: 4),
-      "more ids than the window keeps")
-    XCTAssertTrue(
-      nil == RecentIDs(ring: parts.ring, head: 5, table: parts.table, capacity: 20),
-      "head past the ring")
-    XCTAssertTrue(
-      nil == RecentIDs(ring: parts.ring + [9], head: 0, table: parts.table, capacity: 20),
-      "an id in the ring that the table lacks")
-    XCTAssertTrue(
-      nil
-        == RecentIDs(
-          ring: parts.ring, head: 0, table: [UInt64](repeating: 1, count: 16), capacity: 20),
-      "a table with no free slot would never end a probe")
-  }
-
-  func testARoomWhoseTableLacksItsRingsIDsStillEndsEveryInsert() throws {
-    var room = RecentIDs()
-    for n in 1...20 { _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20) }
-    let parts = room.parts
-    // The ring's halves match nothing in the table: no eviction finds its id.
-    var damaged = try XCTUnwrap(
-      RecentIDs(ring: parts.ring.map { ~$0 }, head: parts.head, table: parts.table, capacity: 20))
-    for n in 100..<1100 {
-      XCTAssertTrue(damaged.insert(UInt64(n) &* 0xC2B2_AE3D_27D4_EB4F, id: nil, capacity: 20))
-    }
-    XCTAssertEqual(damaged.count, 20)
-    XCTAssertEqual(damaged.parts.table.filter { $0 != 0 }.count, 20, "never more ids than the ring")
-  }
 }

@@ -4,18 +4,23 @@ import XCTest
 @testable import ChatLinkDaemon
 
 final class RecentIDsTests: XCTestCase {
-  func testAFullRingsInsertsKeepTheTableExactlyItsIDsThroughCrowdedProbeRuns() {
-    // Low halves crowded onto a few home slots at both ends of the table, so that each
-    // eviction moves entries, wraps round the end and frees slots on the new id's probe.
+  /// A hash whose bucket follows from `home` (its low half) and whose fingerprint is `print`
+  /// (its top 10 bits), the rest from `rest`.
+  private func hash(home: UInt32, print: UInt64 = 0, rest: UInt64) -> UInt64 {
+    print << 54 | (rest & 0x3F_FFFF) << 32 | UInt64(home)
+  }
+
+  func testInsertsMatchAModelOfTheLastIDsThroughCrowdedBucketsAndFingerprints() {
+    // Homes crowded onto a few buckets at both ends of the table and fingerprints from a set of
+    // four, so that buckets overflow round the table's end and fingerprints match ids they are
+    // not: each answer must still be the model's.
     var random = SplitMix64(seed: 33)
-    let capacity = 12
-    var ids = RecentIDs()
+    let capacity = 60
+    var ids = RecentIDs(capacity: capacity)
     var model: [UInt64] = []
-    for n in 0..<5_000 {
-      let low =
-        random.next() % 2 == 0
-        ? random.next() % 500_000_000 : 4_000_000_000 + random.next() % 290_000_000
-      let hash = (UInt64(n + 1) << 32) | low
+    for n in 0..<6_000 {
+      let home = random.next() % 2 == 0 ? UInt32(random.next() % 300_000_000) : UInt32.max - 5
+      let hash = self.hash(home: home, print: random.next() % 4, rest: random.next() % 50)
       let fresh = !model.contains(hash)
       XCTAssertEqual(ids.insert(hash, id: nil, capacity: capacity), fresh, "insert \(n)")
       if fresh {
@@ -26,9 +31,122 @@ final class RecentIDsTests: XCTestCase {
         XCTAssertFalse(ids.insert(again, id: nil, capacity: capacity), "again at \(n)")
       }
       XCTAssertEqual(ids.count, model.count)
-      XCTAssertEqual(ids.parts.table.filter { $0 != 0 }.count, model.count, "at \(n)")
-      for kept in model { XCTAssertTrue(ids.contains(kept), "\(kept) at \(n)") }
-      XCTAssertEqual(ids.oldestFirst, model)
+      if n % 50 == 0 {
+        for kept in model { XCTAssertTrue(ids.contains(kept, capacity: capacity), "\(n)") }
+        XCTAssertEqual(ids.oldestFirst, model)
+      }
     }
+  }
+
+  func testAnIDThatLeftTheWindowIsNewAgainAndOneStillInItIsNot() {
+    let capacity = 1_000
+    var ids = RecentIDs(capacity: capacity)
+    let hashes = (0..<UInt64(3_000)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
+    for hash in hashes { XCTAssertTrue(ids.insert(hash, id: nil, capacity: capacity)) }
+    XCTAssertEqual(ids.count, capacity)
+    XCTAssertEqual(ids.buckets, RecentIDs.buckets(for: 3_000, capacity: capacity))
+    for hash in hashes[2_000...] { XCTAssertFalse(ids.insert(hash, id: nil, capacity: capacity)) }
+    XCTAssertFalse(ids.contains(hashes[1_999], capacity: capacity))
+    XCTAssertTrue(ids.insert(hashes[1_999], id: nil, capacity: capacity), "gone, so new again")
+    XCTAssertFalse(ids.contains(hashes[2_000], capacity: capacity), "the oldest left for it")
+  }
+
+  func testEveryIDOfOneBucketIsFoundPastTheBucketsItOverflowed() {
+    // Forty ids of one home: 15 fit a bucket, the rest go past it to the next two.
+    let capacity = 40
+    var ids = RecentIDs(capacity: capacity)
+    let hashes = (0..<UInt64(200)).map { hash(home: 7, print: $0 % 3, rest: $0) }
+    for (n, hash) in hashes.enumerated() {
+      XCTAssertTrue(ids.insert(hash, id: nil, capacity: capacity), "\(n)")
+      for kept in hashes[max(0, n - capacity + 1)...n] {
+        XCTAssertTrue(ids.contains(kept, capacity: capacity), "\(kept) after \(n)")
+      }
+      if n >= capacity { XCTAssertFalse(ids.contains(hashes[n - capacity], capacity: capacity)) }
+    }
+  }
+
+  func testTheTableGrowsByDoublingToWhatTheFullWindowNeeds() {
+    XCTAssertEqual(RecentIDs.buckets(for: 0, capacity: 10_000), 1)
+    XCTAssertEqual(RecentIDs.buckets(for: 8, capacity: 10_000), 1)
+    XCTAssertEqual(RecentIDs.buckets(for: 9, capacity: 10_000), 2)
+    XCTAssertEqual(RecentIDs.buckets(for: 18, capacity: 18), 2, "no larger than the window needs")
+    XCTAssertEqual(RecentIDs.buckets(for: 5_000, capacity: 10_000), 1_024)
+    XCTAssertEqual(RecentIDs.buckets(for: 10_000, capacity: 10_000), 1_112)
+    XCTAssertEqual(RecentIDs.buckets(for: 1 << 40, capacity: 10_000), 1_112)
+    XCTAssertEqual(RecentIDs.buckets(for: 1 << 40, capacity: 1), 1)
+    var ids = RecentIDs(capacity: 10_000)
+    for n in 0..<UInt64(10_000) {
+      XCTAssertTrue(ids.insert(n &* 0xC2B2_AE3D_27D4_EB4F, id: nil, capacity: 10_000))
+      XCTAssertEqual(ids.buckets, RecentIDs.buckets(for: n + 1, capacity: 10_000), "\(n)")
+    }
+    for n in 0..<UInt64(10_000) {
+      XCTAssertTrue(ids.contains(n &* 0xC2B2_AE3D_27D4_EB4F, capacity: 10_000), "\(n)")
+    }
+  }
+
+  func testPartsGiveTheSameRoomBackAndPartsThatCannotBeOneAreRefused() throws {
+    var room = RecentIDs(capacity: 20)
+    for n in 1...35 {
+      _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20)
+      // Duplicates as the table grows leave its size to the inserts alone.
+      _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20)
+      XCTAssertNotNil(RecentIDs(parts: room.parts, capacity: 20), "after \(n)")
+    }
+    let parts = room.parts
+    var back = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
+    XCTAssertEqual(back.oldestFirst, room.oldestFirst)
+    for n in 16...35 {
+      XCTAssertFalse(back.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20))
+    }
+    XCTAssertTrue(back.insert(15 &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20))
+    func refused(_ change: (inout RecentIDs.Parts) -> Void, capacity: Int = 20) -> Bool {
+      var damaged = parts
+      change(&damaged)
+      return RecentIDs(parts: damaged, capacity: capacity) == nil
+    }
+    XCTAssertTrue(refused({ _ in }, capacity: 10), "more ids than the window keeps")
+    XCTAssertTrue(refused({ $0.head = 3 }), "the oldest not where its inserts put it")
+    XCTAssertTrue(refused({ $0.ring.append(9) }), "more ids than its inserts leave")
+    XCTAssertTrue(refused({ $0.inserted = 19 }), "fewer inserts than ids")
+    XCTAssertTrue(refused({ $0.table.removeLast() }), "a table not of its inserts' size")
+    XCTAssertTrue(refused({ _ in }, capacity: 0), "no window")
+  }
+
+  func testATableWithNoFreeSlotStillEndsEveryInsert() throws {
+    var room = RecentIDs(capacity: 20)
+    for n in 1...20 { _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20) }
+    var parts = room.parts
+    // Every entry live, every overflow seq live: a snapshot no window writes, checksum and all.
+    parts.table = parts.table.map { _ in (parts.table[0] & 0x3F_FFFF) }
+    var damaged = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
+    for n in 100..<1_100 {
+      _ = damaged.insert(UInt64(n) &* 0xC2B2_AE3D_27D4_EB4F, id: nil, capacity: 20)
+    }
+    XCTAssertEqual(damaged.count, 20)
+  }
+}
+
+extension RecentIDsTests {
+  func testACopyWrittenToAfterwardsKeepsEveryIDWhereverItsStorageLies() {
+    // Each copy's table is copied again on its first write, into storage that may start at
+    // another offset from a cache line than the first's: the buckets must move with it.
+    var original = RecentIDs(capacity: 500)
+    let hashes = (0..<UInt64(800)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
+    for hash in hashes[..<400] { _ = original.insert(hash, id: nil, capacity: 500) }
+    var keep: [[UInt8]] = []
+    var copies: [RecentIDs] = []  // kept, so that no copy's storage is another's again
+    for round in 0..<40 {
+      keep.append([UInt8](repeating: 0, count: 16 * round + 8))  // moves the allocator on
+      copies.append(original)
+      var copy = original
+      XCTAssertTrue(copy.insert(hashes[400 + round], id: nil, capacity: 500), "round \(round)")
+      for hash in hashes[..<400] {
+        XCTAssertFalse(copy.insert(hash, id: nil, capacity: 500), "round \(round)")
+        XCTAssertTrue(original.contains(hash, capacity: 500))
+      }
+      XCTAssertFalse(original.contains(hashes[400 + round], capacity: 500))
+      copies.append(copy)
+    }
+    XCTAssertEqual(keep.count + copies.count, 120)
   }
 }

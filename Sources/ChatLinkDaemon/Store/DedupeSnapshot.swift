@@ -20,8 +20,9 @@
 /// Layout, little-endian: the magic; the basis, capacity and the seq the snapshot began at
 /// (8 bytes each); the configured rooms (a count, then each room's length and JSON); each room
 /// (a 1 byte, its length and JSON, the seq its ids run to, its newest id's length (-1: none)
-/// and bytes, its newest time, its ring's oldest position, its ring and its table, each a
-/// count and the values as they lie in memory: the machine that writes a snapshot reads it);
+/// and bytes, its newest time, how many ids it was ever given, its ring's oldest position, its
+/// ring of hashes and its table of buckets, each a count and the values as they lie in memory:
+/// the machine that writes a snapshot reads it);
 /// a 2 byte, the count of rooms and the last seq any of them knows; then a hash of everything
 /// before it.
 enum DedupeSnapshot {
@@ -50,7 +51,7 @@ enum DedupeSnapshot {
     var lastSeq: UInt64
   }
 
-  private static let magic = Array("CLDWIN02".utf8)
+  private static let magic = Array("CLDWIN03".utf8)
   private static let roomTag: UInt8 = 1
   private static let endTag: UInt8 = 2
   /// Bounds a file cannot pass: they keep a damaged count from asking for gigabytes.
@@ -73,7 +74,7 @@ enum DedupeSnapshot {
   static func room(_ room: [UInt8], ids: RecentIDs, seq: UInt64) -> [UInt8] {
     let parts = ids.parts
     var out: [UInt8] = [roomTag]
-    out.reserveCapacity(64 + room.count + parts.ring.count * 4 + parts.table.count * 8)
+    out.reserveCapacity(64 + room.count + parts.ring.count * 8 + parts.table.count * 4)
     putBytes(room, &out)
     put(seq, &out)
     if let newest = ids.newest {
@@ -82,6 +83,7 @@ enum DedupeSnapshot {
       put(UInt32.max, &out)
     }
     put(UInt64(bitPattern: ids.newestTime), &out)
+    put(parts.inserted, &out)
     put(UInt32(parts.head), &out)
     put(UInt32(parts.ring.count), &out)
     parts.ring.withUnsafeBytes { out.append(contentsOf: $0) }
@@ -166,12 +168,14 @@ enum DedupeSnapshot {
       }
       newest = Array(bytes)
     }
-    guard let time = reader.u64(), let head = reader.u32(),
+    guard let time = reader.u64(), let inserted = reader.u64(), let head = reader.u32(),
       let ringCount = reader.u32(), ringCount <= expected.capacity,
-      let ring = reader.values(Int(ringCount), of: UInt32.self),
-      let tableCount = reader.u32(), tableCount <= 4 * expected.capacity + 16,
-      let table = reader.values(Int(tableCount), of: UInt64.self),
-      var ids = RecentIDs(ring: ring, head: Int(head), table: table, capacity: expected.capacity)
+      let ring = reader.values(Int(ringCount), of: UInt64.self),
+      let tableCount = reader.u32(), tableCount <= 2 * expected.capacity + RecentIDs.lanes,
+      let table = reader.values(Int(tableCount), of: UInt32.self),
+      var ids = RecentIDs(
+        parts: RecentIDs.Parts(inserted: inserted, head: Int(head), ring: ring, table: table),
+        capacity: expected.capacity)
     else { return false }
     ids.newest = newest
     ids.newestTime = Int64(bitPattern: time)

@@ -117,7 +117,7 @@ struct DedupeWindow {
     guard isEnabled, !hashes.isEmpty else { return }
     let index = self.index(of: room)
     let kept = recent[index]
-    var restored = RecentIDs()
+    var restored = RecentIDs(capacity: capacity)
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, id: nil, capacity: capacity) }
     for hash in kept.oldestFirst { _ = restored.insert(hash, id: nil, capacity: capacity) }
     if keepsNewest {
@@ -179,7 +179,7 @@ struct DedupeWindow {
   /// Whether `id` is among `room`'s recent ids (nothing changes).
   func contains(room: [UInt8]?, id: some Collection<UInt8>) -> Bool {
     guard isEnabled, let index = find(room ?? []).index else { return false }
-    return recent[index].contains(hasher.hash(id))
+    return recent[index].contains(hasher.hash(id), capacity: capacity)
   }
 
   /// The newest id of `room`, as it was inserted last (the position a backend replays from),
@@ -260,7 +260,7 @@ struct DedupeWindow {
     if rooms.count < maxRooms {
       rooms.append(room)
       roomHashes.append(hash)
-      var ids = RecentIDs()
+      var ids = RecentIDs(capacity: capacity)
       ids.lastSeen = clock
       recent.append(ids)
       roomSlots[slot] = Int32(rooms.count - 1)
@@ -270,7 +270,7 @@ struct DedupeWindow {
     let index = recent.indices.min { recent[$0].lastSeen < recent[$1].lastSeen } ?? 0
     rooms[index] = room
     roomHashes[index] = hash
-    var ids = RecentIDs()
+    var ids = RecentIDs(capacity: capacity)
     ids.lastSeen = clock
     recent[index] = ids
     roomSlots = Array(repeating: -1, count: roomSlots.count)
