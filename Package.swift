@@ -25,6 +25,8 @@ let package = Package(
     .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
     .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
+    // The dedupe window's bucket scan with SSE2 (a portable loop elsewhere); header only.
+    .systemLibrary(name: "CBucket"),
 
     // RFC 6455 / RFC 7692, pure: no sockets, no clocks, no threads.
     .target(name: "WebSocket", dependencies: ["CZlib", "CSystem", "JSON"], swiftSettings: strict),
@@ -68,7 +70,7 @@ let package = Package(
       name: "ChatLinkDaemon",
       dependencies: [
         "LinkCore", "WebSocket", "WebSocketClient", "Transport", "EventLoop", "JSON", "Varlink",
-        "ChatLinkAPI", "CSystem", "XMPP",
+        "ChatLinkAPI", "CSystem", "XMPP", "CBucket",
       ],
       swiftSettings: strict),
 
@@ -116,7 +118,7 @@ let package = Package(
       name: "ChatLinkDaemonTests",
       dependencies: [
         "ChatLinkDaemon", "ChatLinkAPI", "Varlink", "LinkCore", "JSON", "WebSocket",
-        "Transport", "EventLoop", "XMPP", "TestSupport",
+        "Transport", "EventLoop", "XMPP", "TestSupport", "CBucket",
       ],
       swiftSettings: strict),
     .testTarget(

@@ -56,7 +56,8 @@
 #    `-parse-as-library -module-name <Target> -emit-module -wmo -c`, with
 #    -sanitize=fuzzer,address, into .build/fuzz/modules/<Target>.{o,swiftmodule}, each after
 #    the targets it imports, with -I for that directory and for the system-library module maps
-#    (Sources/CSystemd, Sources/CSystem, Sources/COpenSSL, Sources/CZlib, Sources/CExpat), and one
+#    (Sources/CSystemd, Sources/CSystem, Sources/COpenSSL, Sources/CZlib, Sources/CExpat,
+#    Sources/CBucket), and one
 #    -package-name as SwiftPM gives. The dependency graph is read from the sources' own
 #    `import` lines (imports_of below), so it follows Package.swift without a copy of it.
 #  - The fuzzer file is compiled against those modules and linked with their objects and
@@ -173,7 +174,10 @@ read -r -a C_INCLUDES <<<"$(pkg-config --cflags-only-I openssl zlib libsystemd e
 read -r -a C_LIBS <<<"$(pkg-config --libs libsystemd openssl zlib expat) -lm"
 SWIFT_VERSION="$("$SWIFTC" --version 2>&1 | head -n 1)"
 COMMON=(-parse-as-library -swift-version 6 -package-name chatlink -sanitize=fuzzer,address -g -O)
-MODULE_MAPS=(-I Sources/CSystemd -I Sources/CSystem -I Sources/COpenSSL -I Sources/CZlib -I Sources/CExpat)
+MODULE_MAPS=(
+  -I Sources/CSystemd -I Sources/CSystem -I Sources/COpenSSL -I Sources/CZlib -I Sources/CExpat
+  -I Sources/CBucket
+)
 STRICT="${FUZZ_STRICT:-0}"
 read -r -a EXTRA_FLAGS <<<"${FUZZ_SWIFT_FLAGS:-}"
 
@@ -228,7 +232,7 @@ build_module() {
   unset 'VISITING[${#VISITING[@]}-1]'
   local key
   key="$(hash_of "module $target ${deps[*]}" "${sources[@]}" "${deps_keys[@]}" \
-    Sources/C*/module.modulemap Sources/C*/shim.h)"
+    Sources/C*/module.modulemap Sources/C*/*.h)"
   BUILT[$target]=1
   if [[ -f "$MODULES/$target.key" && "$(cat "$MODULES/$target.key")" == "$key" &&
     -f "$MODULES/$target.o" && -f "$MODULES/$target.swiftmodule" ]]; then
@@ -290,7 +294,7 @@ build_fuzzer() {
   done
   local key
   key="$(hash_of "fuzzer $name ${flags[*]}" "${inputs[@]}" "${keys[@]}" \
-    Sources/C*/module.modulemap Sources/C*/shim.h)"
+    Sources/C*/module.modulemap Sources/C*/*.h)"
   if [[ -x "$bin" && -f "$bin.key" && "$(cat "$bin.key")" == "$key" ]]; then
     echo "fuzz.sh: $bin is up to date"
     return 0

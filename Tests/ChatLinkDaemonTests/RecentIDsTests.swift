@@ -149,4 +149,34 @@ extension RecentIDsTests {
     }
     XCTAssertEqual(keep.count + copies.count, 120)
   }
+
+  func testAFullTableIsFilledAgainFromTheRingEveryRefreshInterval() throws {
+    // A table that lost every id (all its entries stale) just before a refill: the next insert
+    // fills it again from the ring, so each kept id is found again, and its free slots are
+    // stale for long enough that none comes back to life before the refill after.
+    let capacity = 20
+    var room = RecentIDs(capacity: capacity)
+    let hashes = (1...UInt64(21)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
+    for hash in hashes.prefix(capacity) { _ = room.insert(hash, id: nil, capacity: capacity) }
+    var parts = room.parts
+    parts.inserted = RecentIDs.refreshInterval * 3 - 1
+    parts.head = Int(parts.inserted % UInt64(capacity))
+    let stale = UInt32(truncatingIfNeeded: parts.inserted) &- 25
+    parts.table = parts.table.map { _ in stale & 0x3F_FFFF }
+    var lost = try XCTUnwrap(RecentIDs(parts: parts, capacity: capacity))
+    let kept = parts.ring
+    for hash in kept { XCTAssertFalse(lost.contains(hash, capacity: capacity)) }
+    XCTAssertTrue(lost.insert(hashes[20], id: nil, capacity: capacity))
+    let evicted = kept[parts.head]
+    for hash in kept where hash != evicted {
+      XCTAssertTrue(lost.contains(hash, capacity: capacity), "\(hash) is back")
+    }
+    XCTAssertTrue(lost.contains(hashes[20], capacity: capacity))
+    XCTAssertFalse(lost.contains(evicted, capacity: capacity))
+    let now = UInt32(truncatingIfNeeded: lost.inserted)
+    let live = lost.parts.table.filter { ((now &- 1 &- $0) & 0x3F_FFFF) < UInt32(capacity) }
+    XCTAssertEqual(live.count, capacity, "the ids and no slot besides")
+    let soonest = lost.parts.table.map { (($0 &- now) & 0x3F_FFFF) }.min() ?? 0
+    XCTAssertGreaterThan(UInt64(soonest), RecentIDs.refreshInterval, "no slot revives first")
+  }
 }

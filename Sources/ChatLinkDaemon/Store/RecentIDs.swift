@@ -1,3 +1,5 @@
+import CBucket
+
 /// One room's recent ids for `DedupeWindow`: their hashes in arrival order (a ring), and a
 /// table of 64-byte buckets that finds them.
 ///
@@ -89,23 +91,13 @@ struct RecentIDs {
 
   /// Whether `hash` is among its ids.
   func contains(_ hash: UInt64, capacity: Int) -> Bool {
-    let now = Self.seq(inserted)
-    return table.withUnsafeBytes { raw in
-      let base = UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset)
-      var bucket = Self.home(hash, buckets)
-      for _ in 0..<buckets {
-        let scan = Bucket(base + bucket &* 64, hash: hash, now: now, capacity: capacity)
-        if scan.matches,
-          ring.withUnsafeBufferPointer({
-            Self.holds(hash, scan, $0, head: head, now: now, capacity: capacity)
-          })
-        {
-          return true
-        }
-        guard scan.overflowed else { return false }
-        bucket = bucket &+ 1 == buckets ? 0 : bucket &+ 1
+    table.withUnsafeBytes { raw in
+      ring.withUnsafeBufferPointer { ring in
+        Self.lookUp(
+          hash, raw.baseAddress.unsafelyUnwrapped + offset, ring, head: head, buckets: buckets,
+          now: Self.seq(inserted), capacity: capacity
+        ).found
       }
-      return false
     }
   }
 
@@ -117,28 +109,15 @@ struct RecentIDs {
   ) -> Bool {
     let now = Self.seq(inserted)
     let buckets = self.buckets
-    let home = Self.home(hash, buckets)
     let head = self.head
     let added = ring.withUnsafeBufferPointer { ring in
       Self.withBuckets(&table, &offset) { base -> Bool in
-        var bucket = home
-        var free = -1
-        for _ in 0..<buckets {
-          let line = base + bucket &* 64
-          let scan = Bucket(line, hash: hash, now: now, capacity: capacity)
-          if scan.matches, Self.holds(hash, scan, ring, head: head, now: now, capacity: capacity) {
-            return false
-          }
-          // Free slots are written over with a seq that has just left the window, so that
-          // no slot left alone keeps a seq until the 22 bits come round to it again.
-          scan.refresh(line)
-          if free < 0, let lane = scan.firstFree { free = bucket &* Self.lanes &+ lane }
-          guard scan.overflowed else { break }
-          bucket = bucket &+ 1 == buckets ? 0 : bucket &+ 1
-        }
+        let lookup = Self.lookUp(
+          hash, base, ring, head: head, buckets: buckets, now: now, capacity: capacity)
+        if lookup.found { return false }
         Self.place(
-          Self.fingerprint(hash) | now, seq: now, home: home, slot: free, base,
-          buckets: buckets, capacity: capacity)
+          Self.fingerprint(hash) | now, seq: now, home: Self.home(hash, buckets),
+          slot: lookup.free, base, buckets: buckets, capacity: capacity)
         return true
       }
     }
@@ -154,8 +133,10 @@ struct RecentIDs {
     inserted &+= 1
     // After the insert, not before: a duplicate must not grow the table, whose size then
     // follows from the inserts alone (`buckets(for:capacity:)`, which a snapshot is checked by).
-    if inserted <= UInt64(capacity), inserted >= UInt64(buckets &* Self.idsPerBucket) {
-      grow(capacity: capacity)
+    if inserted & (Self.refreshInterval &- 1) == 0
+      || (inserted <= UInt64(capacity) && inserted >= UInt64(buckets &* Self.idsPerBucket))
+    {
+      refill(capacity: capacity)
     }
     if let id {
       keepNewest(id)
@@ -164,15 +145,53 @@ struct RecentIDs {
     return true
   }
 
-  /// Whether one of the entries `scan` found with `hash`'s fingerprint is `hash`: the ring at
-  /// its seq holds it whole. Out of line: a fingerprint matches about one new id in a hundred.
+  /// What a lookup found: whether the hash is there, and if not the first free slot of the
+  /// buckets it read (-1: none).
+  private struct Lookup {
+    var found: Bool
+    var free: Int
+  }
+
+  /// Looks for `hash` from its home bucket on, going on to the next bucket while an id that
+  /// went past the one read is live.
+  @inline(__always)
+  private static func lookUp(
+    _ hash: UInt64, _ base: UnsafeRawPointer, _ ring: UnsafeBufferPointer<UInt64>, head: Int,
+    buckets: Int, now: UInt32, capacity: Int
+  ) -> Lookup {
+    let fingerprint = Self.fingerprint(hash)
+    var bucket = home(hash, buckets)
+    var free = -1
+    for _ in 0..<buckets {
+      let line = base + bucket &* 64
+      let bits = chatlink_bucket_scan(line, fingerprint, now, UInt32(truncatingIfNeeded: capacity))
+      if bits > 0xFFFF,
+        holds(hash, bits >> 16, line, ring, head: head, now: now, capacity: capacity)
+      {
+        return Lookup(found: true, free: free)
+      }
+      let unused = ~bits & 0x7FFF
+      if free < 0, unused != 0 { free = bucket &* lanes &+ unused.trailingZeroBitCount }
+      guard bits & 0x8000 != 0 else { break }
+      bucket = bucket &+ 1 == buckets ? 0 : bucket &+ 1
+    }
+    return Lookup(found: false, free: free)
+  }
+
+  /// Whether one of the lanes of `line` set in `same` (live, with `hash`'s fingerprint) is
+  /// `hash`: the ring at its seq holds it whole. Out of line: a fingerprint matches about one
+  /// new id in a hundred.
   @inline(never)
   private static func holds(
-    _ hash: UInt64, _ scan: Bucket, _ ring: UnsafeBufferPointer<UInt64>, head: Int, now: UInt32,
-    capacity: Int
+    _ hash: UInt64, _ same: UInt32, _ line: UnsafeRawPointer, _ ring: UnsafeBufferPointer<UInt64>,
+    head: Int, now: UInt32, capacity: Int
   ) -> Bool {
-    for lane in 0..<(Self.lanes - 1) where scan.matches(lane: lane) {
-      let age = Int((now &- scan.entries[lane]) & Self.seqMask)
+    var same = same
+    while same != 0 {
+      let lane = same.trailingZeroBitCount
+      same &= same &- 1
+      let entry = line.load(fromByteOffset: lane &* 4, as: UInt32.self)
+      let age = Int((now &- entry) & Self.seqMask)
       let position = head >= age ? head - age : head + capacity - age
       if position >= 0, position < ring.count, ring[position] == hash { return true }
     }
@@ -223,12 +242,15 @@ struct RecentIDs {
     ring.reserveCapacity(min(capacity, max(16, ring.count * 2)))
   }
 
-  /// A table twice the size (at most the full window's), filled again from the ring.
+  /// The table filled again from the ring: twice the size (at most the full window's) while
+  /// the ids come, the same size every `refreshInterval` inserts after. Refilled, the table's
+  /// free slots hold a seq that has just left the window: a slot left alone would come back to
+  /// life when the 22 bits of the seqs came round to it, 2^22 inserts on, and be neither free
+  /// nor found (the ring holds another id at its seq) until the next refill.
   @inline(never)
-  private mutating func grow(capacity: Int) {
-    let larger = min(Self.buckets(for: UInt64(capacity), capacity: capacity), buckets * 2)
-    guard larger > buckets else { return }
-    buckets = larger
+  private mutating func refill(capacity: Int) {
+    let full = Self.buckets(for: UInt64(capacity), capacity: capacity)
+    buckets = inserted <= UInt64(capacity) ? min(full, buckets * 2) : buckets
     table = Self.emptyTable(buckets: buckets, inserted: inserted, capacity: capacity)
     offset = Self.boundary(of: table)
     let first = inserted &- UInt64(ring.count)
@@ -261,6 +283,8 @@ struct RecentIDs {
   static let lanes = 16
   /// Ids a bucket holds on average once the table has grown for them.
   static let idsPerBucket = 9
+  /// Inserts between two refills of a full table (`refill(capacity:)`).
+  static let refreshInterval: UInt64 = 1 << 21
   fileprivate static let seqBits: UInt32 = 22
   fileprivate static let seqMask: UInt32 = (1 << seqBits) - 1
 
@@ -319,69 +343,5 @@ struct RecentIDs {
   /// Where the first 64-byte boundary of `table`'s storage lies, in bytes.
   private static func boundary(of table: [UInt32]) -> Int {
     table.withUnsafeBytes { (64 &- Int(bitPattern: $0.baseAddress) & 63) & 63 }
-  }
-}
-
-/// One bucket's 16 entries, compared with a hash in one go.
-///
-/// The comparisons are arithmetic on vectors of one type (a difference's sign spread over its
-/// lane), and their results one word of bits: `SIMDMask`'s operations and a comparison with a
-/// scalar compiled to loops over the lanes, a conversion between lane types and `wrappedSum` to
-/// calls, and a static constant is a lazy global (`swift_once` each time), so the constants are
-/// built where they are used.
-private struct Bucket {
-  let entries: SIMD16<UInt32>
-  /// All ones in the lanes whose seq is in the window.
-  let live: SIMD16<UInt32>
-  /// Bit n: lane n is live. Bit 16 + n: lane n is live with the hash's fingerprint (lane 15, the
-  /// overflow seq, may be one: only lanes 0 to 14 are looked for in the ring).
-  let bits: UInt32
-  /// A seq that has just left the window, for free slots.
-  let stale: UInt32
-
-  @inline(__always)
-  init(_ line: UnsafeMutableRawPointer, hash: UInt64, now: UInt32, capacity: Int) {
-    entries = line.loadUnaligned(as: SIMD16<UInt32>.self)
-    let mask = SIMD16<UInt32>(repeating: RecentIDs.seqMask)
-    let ages = (SIMD16<UInt32>(repeating: now &- 1) &- entries) & mask
-    // Ages and the capacity are below 2^22: the difference's sign says which is smaller, and
-    // 0 - sign is all ones or none.
-    let zero = SIMD16<UInt32>(repeating: 0)
-    live =
-      zero &- ((ages &- SIMD16<UInt32>(repeating: UInt32(truncatingIfNeeded: capacity))) &>> 31)
-    let other = (entries & ~mask) ^ SIMD16<UInt32>(repeating: RecentIDs.fingerprint(hash))
-    // x | -x has its sign bit set unless x is 0.
-    let same = ((other | (zero &- other)) &>> 31) &- 1
-    let weights = SIMD16<UInt32>(
-      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-    let lanes = (live & weights) | (live & same & (weights &<< 16))
-    // The lanes' bits are disjoint: or-ing the halves together sums them.
-    let eight = lanes.lowHalf | lanes.highHalf
-    let four = eight.lowHalf | eight.highHalf
-    let two = four.lowHalf | four.highHalf
-    bits = two[0] | two[1]
-    stale = (now &- UInt32(truncatingIfNeeded: capacity) &- 1) & RecentIDs.seqMask
-  }
-
-  /// Whether an entry may have the hash's fingerprint.
-  var matches: Bool { bits > 0xFFFF }
-
-  /// Whether lane `lane` is live with the hash's fingerprint.
-  func matches(lane: Int) -> Bool { bits & (1 << (16 + lane)) != 0 }
-
-  /// Whether an id that went past this bucket is live: a lookup goes on to the next.
-  var overflowed: Bool { bits & 0x8000 != 0 }
-
-  /// The first free lane, if any.
-  var firstFree: Int? {
-    let free = ~bits & 0x7FFF
-    return free == 0 ? nil : free.trailingZeroBitCount
-  }
-
-  /// Writes the bucket back with its free slots' seqs made `stale`.
-  @inline(__always)
-  func refresh(_ line: UnsafeMutableRawPointer) {
-    line.storeBytes(
-      of: (entries & live) | (SIMD16<UInt32>(repeating: stale) & ~live), as: SIMD16<UInt32>.self)
   }
 }
