@@ -92,10 +92,11 @@ struct RecentIDs {
   /// Whether `hash` is among its ids.
   func contains(_ hash: UInt64, capacity: Int) -> Bool {
     table.withUnsafeBytes { raw in
-      ring.withUnsafeBufferPointer { ring in
+      guard let base = raw.baseAddress else { return false }
+      return ring.withUnsafeBufferPointer { ring in
         Self.lookUp(
-          hash, raw.baseAddress.unsafelyUnwrapped + offset, ring, head: head, buckets: buckets,
-          now: Self.seq(inserted), capacity: capacity
+          hash, base + offset, ring, head: head, buckets: buckets, now: Self.seq(inserted),
+          capacity: capacity
         ).found
       }
     }
