@@ -135,6 +135,18 @@ final class DedupeSnapshotTests: XCTestCase {
     XCTAssertNotEqual(Array(bytes.dropLast()).withUnsafeBytes(DedupeSnapshot.checksum), whole)
   }
 
+  func testASnapshotOfThePreviousFormatIsRefusedEvenWithItsChecksumRight() {
+    // CLDWIN03 hashed ids another way: its hashes would find none of the same ids again.
+    let encoded = DedupeSnapshot.encode(window(), seq: seq, configuredRooms: [])
+    var older = Array(encoded.dropLast(8))
+    older[7] = UInt8(ascii: "3")
+    XCTAssertEqual(Array(older[..<8]), bytes("CLDWIN03"))
+    let sum = older.withUnsafeBytes(DedupeSnapshot.checksum).littleEndian
+    withUnsafeBytes(of: sum) { older.append(contentsOf: $0) }
+    XCTAssertNotNil(DedupeSnapshot.decode(encoded, expected: expectation()))
+    XCTAssertNil(DedupeSnapshot.decode(older, expected: expectation()))
+  }
+
   func testADamagedOrCutSnapshotIsRefusedAtEveryByte() {
     let encoded = DedupeSnapshot.encode(window(), seq: seq, configuredRooms: [])
     XCTAssertNotNil(DedupeSnapshot.decode(encoded, expected: expectation()))

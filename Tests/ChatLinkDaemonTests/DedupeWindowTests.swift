@@ -111,26 +111,44 @@ final class DedupeWindowTests: XCTestCase {
     XCTAssertEqual(given.roomCount, hashing.roomCount)
   }
 
-  func testTheIDHashReadsTheLastBytesAsItsWordByteByByteWouldHoldThem() {
-    // The hashes a snapshot holds must still match: the word as a byte at a time built it.
+  func testTheIDHashReadsItsWordsAsTheIDsBytesOneByOneWouldMakeThem() {
+    // A snapshot's hashes are found again by the next process: the words that the overlapping
+    // loads read must be those the bytes make, little-endian, whatever the id's length.
+    func word(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+      bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+    func folded(_ a: UInt64, _ b: UInt64) -> UInt64 {
+      let product = a.multipliedFullWidth(by: b)
+      return product.high ^ product.low
+    }
+    func scrambled(_ value: UInt64) -> UInt64 {
+      var z = value &+ 0x9E37_79B9_7F4A_7C15
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
     func reference(_ id: [UInt8], basis: UInt64) -> UInt64 {
-      func mix(_ hash: UInt64, _ word: UInt64) -> UInt64 {
-        let mixed = (hash ^ word) &* 0xFF51_AFD7_ED55_8CCD
-        return mixed ^ (mixed >> 32)
-      }
-      var hash = basis ^ UInt64(id.count) &* 0x9E37_79B9_7F4A_7C15
-      var offset = 0
-      while offset < id.count {
-        var word: UInt64 = 0
-        for (n, byte) in id[offset..<min(offset + 8, id.count)].enumerated() {
-          word |= UInt64(byte) << (8 * UInt64(n))
+      let start = basis ^ scrambled(basis)
+      let secret = scrambled(start) | 1
+      let n = id.count
+      var (seed, first, second): (UInt64, UInt64, UInt64) = (start, 0, 0)
+      if n > 16 {
+        var offset = 0
+        while n - offset > 16 {
+          seed = folded(
+            word(id[offset..<(offset + 8)]) ^ secret, word(id[(offset + 8)..<(offset + 16)]) ^ seed)
+          offset += 16
         }
-        hash = mix(hash, word)
-        offset += 8
+        (first, second) = (word(id[(n - 16)..<(n - 8)]), word(id[(n - 8)...]))
+      } else if n >= 8 {
+        (first, second) = (word(id[..<8]), word(id[(n - 8)...]))
+      } else if n >= 4 {
+        first = word(id[..<4]) | word(id[(n - 4)...]) << 32
+      } else if n > 0 {
+        first = UInt64(id[0]) | UInt64(id[n / 2]) << 8 | UInt64(id[n - 1]) << 16
       }
-      hash ^= hash >> 33
-      hash = hash &* 0xC4CE_B9FE_1A85_EC53
-      return hash ^ (hash >> 33)
+      let product = (first ^ secret).multipliedFullWidth(by: second ^ seed)
+      return folded(product.low ^ start ^ UInt64(n), product.high ^ secret)
     }
     let hasher = IDHasher(basis: 0x1234_5678_9ABC_DEF0)
     let bytes = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 200) }
@@ -143,5 +161,33 @@ final class DedupeWindowTests: XCTestCase {
         XCTAssertEqual(got, reference(id, basis: hasher.basis), "\(count) bytes at \(start)")
       }
     }
+  }
+
+  func testEveryBitOfAnIDAndItsLengthMoveAboutHalfTheHashsBits() {
+    // Ids that differ in one bit, or only in their length (a zero byte more), must not collide:
+    // the window would drop the second as a duplicate. Each such change flips about half the
+    // hash's 64 bits, so neither the fingerprint (the top bits) nor the bucket (the low
+    // half) stays put.
+    let hasher = IDHasher(basis: 0x0BAD_5EED)
+    var seen = Set<UInt64>()
+    var flipped = 0
+    var changes = 0
+    for count in 1...40 {
+      let id = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 97) }
+      let hash = hasher.hash(id)
+      XCTAssertTrue(seen.insert(hash).inserted, "\(count) bytes")
+      XCTAssertNotEqual(hasher.hash(id + [0]), hash, "\(count) bytes and a zero byte")
+      for bit in 0..<(count * 8) {
+        var changed = id
+        changed[bit / 8] ^= 1 << UInt8(bit % 8)
+        let other = hasher.hash(changed)
+        XCTAssertTrue(seen.insert(other).inserted, "\(count) bytes, bit \(bit)")
+        flipped += (hash ^ other).nonzeroBitCount
+        changes += 1
+      }
+    }
+    XCTAssertEqual(Double(flipped) / Double(changes), 32, accuracy: 1)
+    XCTAssertNotEqual(
+      IDHasher(basis: 1).hash(Array("m-1".utf8)), IDHasher(basis: 2).hash(Array("m-1".utf8)))
   }
 }

@@ -51,7 +51,7 @@ enum DedupeSnapshot {
     var lastSeq: UInt64
   }
 
-  private static let magic = Array("CLDWIN03".utf8)
+  private static let magic = Array("CLDWIN04".utf8)
   private static let roomTag: UInt8 = 1
   private static let endTag: UInt8 = 2
   /// Bounds a file cannot pass: they keep a damaged count from asking for gigabytes.

@@ -285,11 +285,23 @@ struct DedupeWindow {
 
 /// The window's id hash from a per-process secret basis, a value that may cross threads.
 ///
-/// Eight bytes a step, each word mixed by a multiply and a shift (the last word padded with
-/// zeros, the length mixed in): an id is hashed for every inbound message, and a byte at a
-/// time cost several times as much for a typical id.
+/// An id of at most 16 bytes (most are) is read as two words, without a loop, and the two are
+/// multiplied together at full width, then once more with the length: about a dozen
+/// instructions, for every inbound message. A longer id folds 16 bytes a step into the seed
+/// the same way. Each word meets a secret
+/// drawn from the basis before it is multiplied, so the words that would zero a product (and
+/// make every id that carries them collide) cannot be chosen without knowing the basis.
 struct IDHasher: Sendable {
   let basis: UInt64
+  private let seed: UInt64
+  private let secret: UInt64
+
+  /// A hasher of this basis (the snapshot keeps the basis; the secrets follow from it).
+  init(basis: UInt64) {
+    self.basis = basis
+    seed = basis ^ Self.scrambled(basis)
+    secret = Self.scrambled(seed) | 1
+  }
 
   /// The hash under which `id` is kept.
   func hash(_ id: some Collection<UInt8>) -> UInt64 {
@@ -299,44 +311,63 @@ struct IDHasher: Sendable {
   /// The hash of bytes read where they lie.
   @inline(__always)
   func hash(_ id: UnsafeRawBufferPointer) -> UInt64 {
-    var hash = basis ^ UInt64(id.count) &* 0x9E37_79B9_7F4A_7C15
-    guard let base = id.baseAddress else { return Self.finish(hash) }
-    var offset = 0
-    while offset + 8 <= id.count {
-      hash = Self.mix(hash, base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-      offset += 8
+    let count = id.count
+    var seed = self.seed
+    var first: UInt64 = 0
+    var second: UInt64 = 0
+    if let base = id.baseAddress, count > 0 {
+      if count <= 16 {
+        (first, second) = Self.words(base, count)
+      } else {
+        var offset = 0
+        while count &- offset > 16 {
+          seed = Self.folded(
+            base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) ^ secret,
+            base.loadUnaligned(fromByteOffset: offset &+ 8, as: UInt64.self) ^ seed)
+          offset &+= 16
+        }
+        first = base.loadUnaligned(fromByteOffset: count &- 16, as: UInt64.self)
+        second = base.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+      }
     }
-    let rest = id.count - offset
-    if rest > 0 { hash = Self.mix(hash, Self.tail(base + offset, rest)) }
-    return Self.finish(hash)
+    let product = (first ^ secret).multipliedFullWidth(by: second ^ seed)
+    return Self.folded(product.low ^ self.seed ^ UInt64(count), product.high ^ secret)
   }
 
-  /// The last `count` (1...7) bytes at `bytes`, little-endian and padded with zeros, read as
-  /// two loads that may overlap (a call to memcpy, or a byte at a time, cost more).
+  /// An id of 1...16 bytes as two words that, with its length, tell it apart from every other:
+  /// loads that may overlap (8...16 bytes: the first and the last eight; 4...7: the first and
+  /// the last four, in one word), or for 1...3 bytes the first, middle and last byte.
   @inline(__always)
-  private static func tail(_ bytes: UnsafeRawPointer, _ count: Int) -> UInt64 {
+  private static func words(_ bytes: UnsafeRawPointer, _ count: Int) -> (UInt64, UInt64) {
+    if count >= 8 {
+      return (
+        bytes.loadUnaligned(as: UInt64.self),
+        bytes.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+      )
+    }
     if count >= 4 {
       let low = UInt64(bytes.loadUnaligned(as: UInt32.self))
-      let high = UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
-      return low | (high >> (64 - 8 * UInt64(count))) << 32
+      let high = UInt64(bytes.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self))
+      return (low | high << 32, 0)
     }
     let first = UInt64(bytes.load(as: UInt8.self))
     let middle = UInt64(bytes.load(fromByteOffset: count >> 1, as: UInt8.self))
-    let last = UInt64(bytes.load(fromByteOffset: count - 1, as: UInt8.self))
-    return first | middle << (8 * UInt64(count >> 1)) | last << (8 * UInt64(count - 1))
+    let last = UInt64(bytes.load(fromByteOffset: count &- 1, as: UInt8.self))
+    return (first | middle << 8 | last << 16, 0)
   }
 
+  /// The two halves of the full product, folded into one word.
   @inline(__always)
-  private static func mix(_ hash: UInt64, _ word: UInt64) -> UInt64 {
-    let mixed = (hash ^ word) &* 0xFF51_AFD7_ED55_8CCD
-    return mixed ^ (mixed >> 32)
+  private static func folded(_ a: UInt64, _ b: UInt64) -> UInt64 {
+    let product = a.multipliedFullWidth(by: b)
+    return product.high ^ product.low
   }
 
-  @inline(__always)
-  private static func finish(_ hash: UInt64) -> UInt64 {
-    var h = hash
-    h ^= h >> 33
-    h = h &* 0xC4CE_B9FE_1A85_EC53
-    return h ^ (h >> 33)
+  /// splitmix64's finalizer: a basis's bits spread over a whole secret.
+  private static func scrambled(_ value: UInt64) -> UInt64 {
+    var z = value &+ 0x9E37_79B9_7F4A_7C15
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
   }
 }
