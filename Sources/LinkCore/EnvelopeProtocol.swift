@@ -38,9 +38,8 @@ public struct EnvelopeProtocol: BackendProtocol {
   private let messageEventName: [UInt8]
   /// The truncation event's name, when joins ask for replays (SinceField= is set).
   private let truncatedEventName: [UInt8]?
-  // The room of the last frame: frames of one room follow each other, and sharing its bytes
-  // saves an allocation for each of them.
-  private var lastRoom: [UInt8] = []
+  // The rooms of recent frames: a frame of a room seen lately shares its array.
+  private var rooms = RoomCache()
   // The scan's result, kept between frames so that it is filled in place.
   private var scan = JSONScanner.Result()
 
@@ -151,7 +150,7 @@ public struct EnvelopeProtocol: BackendProtocol {
         guard first == UInt8(ascii: "\"") || first == UInt8(ascii: "-") || first.isDigit else {
           return nil
         }
-        return sameRoom(UnsafeRawBufferPointer(rebasing: raw[range]))
+        return rooms.room(UnsafeRawBufferPointer(rebasing: raw[range]))
       }
     }
     if let truncatedEventName {
@@ -191,18 +190,6 @@ public struct EnvelopeProtocol: BackendProtocol {
       Self.string(raw, event, equals: truncatedEventName)
     }
     if gap { reading.historyGap = room.map { String(decoding: $0, as: UTF8.self) } ?? "null" }
-  }
-
-  /// The room's bytes: the previous frame's array when they are the same.
-  private mutating func sameRoom(_ new: UnsafeRawBufferPointer) -> [UInt8] {
-    let same = lastRoom.withUnsafeBufferPointer { last in
-      guard new.count == last.count else { return false }
-      var i = 0
-      while i < new.count && new[i] == last[i] { i += 1 }
-      return i == new.count
-    }
-    if !same { lastRoom = Array(new) }
-    return lastRoom
   }
 
   /// Whether the JSON string at `range` holds `expected`: compared as bytes, decoded only when
