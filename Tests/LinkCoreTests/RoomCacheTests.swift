@@ -35,4 +35,16 @@ final class RoomCacheTests: XCTestCase {
       for name in names.shuffled() { XCTAssertEqual(room(&cache, name), Array(name.utf8)) }
     }
   }
+
+  func testARoomLongerThanItKeepsIsMadeForEachFrameAndNeverKept() {
+    // A backend may name rooms with up to a frame's bytes: 32 of those must not stay in memory.
+    var cache = RoomCache()
+    let long = String(repeating: "r", count: RoomCache.maxRoomBytes + 1)
+    let first = room(&cache, long)
+    let second = room(&cache, long)
+    XCTAssertEqual(second, Array(long.utf8))
+    XCTAssertNotEqual(address(first), address(second))
+    let longest = String(repeating: "r", count: RoomCache.maxRoomBytes)
+    XCTAssertEqual(address(room(&cache, longest)), address(room(&cache, longest)))
+  }
 }

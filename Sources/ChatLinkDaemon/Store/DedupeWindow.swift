@@ -287,10 +287,10 @@ struct DedupeWindow {
 ///
 /// An id of at most 16 bytes (most are) is read as two words, without a loop, and the two are
 /// multiplied together at full width, then once more with the length: about a dozen
-/// instructions, for every inbound message. A longer id folds 16 bytes a step into the seed
-/// the same way. Each word meets a secret
-/// drawn from the basis before it is multiplied, so the words that would zero a product (and
-/// make every id that carries them collide) cannot be chosen without knowing the basis.
+/// instructions, for every inbound message. A longer id folds 16 bytes a step into the seed the
+/// same way. Each word meets a secret drawn from the basis before it is multiplied, so the words
+/// that would zero a product (and make every id that carries them collide) cannot be chosen
+/// without knowing the basis.
 struct IDHasher: Sendable {
   let basis: UInt64
   private let seed: UInt64
