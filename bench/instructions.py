@@ -1,11 +1,12 @@
 """Instructions per message: chatlinkd under valgrind's callgrind during an inbound flood (or a
 streamed send), for A/B decisions on changes too small for the VM's timing noise.
 
-    .venv/bin/python bench/instructions.py [--send | --ids=on|off] [N] [BINARY...]  (N 100000)
+    .venv/bin/python bench/instructions.py [--send | --ids=off|nowindow|on] [N] [BINARY...]  (N 100000)
 
-With --ids=off and --ids=on, the flood's messages carry message ids round 10 rooms, and
-chatlinkd keeps them out of and in its dedupe window (IDField= unset, then msg_id): the
-difference of the two is what the window costs a message.
+With --ids=off, --ids=nowindow and --ids=on, the flood's messages carry message ids round 10
+rooms, and chatlinkd leaves them in the data (IDField= unset), reads and stores them without a
+dedupe window (IDField=msg_id, DedupeWindow=0), or reads them into its window too (IDField=msg_id):
+on against off is what ids cost a message in all, on against nowindow what the window alone costs.
 
 With --send, each run streams N (then 2N) lines through `chatlinkctl send -` (the release
 chatlinkctl next to the first BINARY's default) to the Go counting backend, as scenario 3a does.
@@ -54,8 +55,9 @@ def totals(out: Path) -> int:
 
 def flood_instructions(binary: Path, n: int, out: Path, ids: str | None = None) -> int:
     """callgrind's total Ir for chatlinkd taking a flood of n, from start to a clean stop. With
-    `ids`, the flood's messages carry ids round 10 rooms, and chatlinkd reads them when `ids` is
-    "on" (IDField=msg_id) and not when it is "off": the dedupe window's cost alone."""
+    `ids`, the flood's messages carry ids round 10 rooms, and chatlinkd reads them into its
+    dedupe window when `ids` is "on" (IDField=msg_id), reads them without a window when it is
+    "nowindow" (DedupeWindow=0 too), and leaves them in the data when it is "off"."""
     if ids is None:
         blob = source.build_flood(n, 200, False, CACHE / "blobs")
     else:
@@ -66,8 +68,9 @@ def flood_instructions(binary: Path, n: int, out: Path, ids: str | None = None) 
     src_lines = Lines(src)
     port = src_lines.json("port", 15)
     daemon = Chatlinkd(work, f"ws://127.0.0.1:{port}/", Backend={"Compression": "no"},
-                       Store={"Sync": "batch", "SyncIntervalMSec": 50},
-                       **({"Envelope": {"IDField": "msg_id"}} if ids == "on" else {}))
+                       Store={"Sync": "batch", "SyncIntervalMSec": 50,
+                              **({"DedupeWindow": 0} if ids == "nowindow" else {})},
+                       **({"Envelope": {"IDField": "msg_id"}} if ids in ("on", "nowindow") else {}))
     work.mkdir(parents=True, exist_ok=True)
     proc = under_callgrind(binary, daemon, work, out)
     poller = DurablePoller(daemon.client(timeout=60), interval=0.05, target=n)

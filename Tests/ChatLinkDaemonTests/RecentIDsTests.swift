@@ -16,7 +16,7 @@ final class RecentIDsTests: XCTestCase {
     // not: each answer must still be the model's.
     var random = SplitMix64(seed: 33)
     let capacity = 60
-    var ids = RecentIDs(capacity: capacity)
+    let ids = RecentIDs(capacity: capacity)
     var model: [UInt64] = []
     for n in 0..<6_000 {
       let home = random.next() % 2 == 0 ? UInt32(random.next() % 300_000_000) : UInt32.max - 5
@@ -40,7 +40,7 @@ final class RecentIDsTests: XCTestCase {
 
   func testAnIDThatLeftTheWindowIsNewAgainAndOneStillInItIsNot() {
     let capacity = 1_000
-    var ids = RecentIDs(capacity: capacity)
+    let ids = RecentIDs(capacity: capacity)
     let hashes = (0..<UInt64(3_000)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
     for hash in hashes { XCTAssertTrue(ids.insert(hash, id: nil, capacity: capacity)) }
     XCTAssertEqual(ids.count, capacity)
@@ -54,7 +54,7 @@ final class RecentIDsTests: XCTestCase {
   func testEveryIDOfOneBucketIsFoundPastTheBucketsItOverflowed() {
     // Forty ids of one home: 15 fit a bucket, the rest go past it to the next two.
     let capacity = 40
-    var ids = RecentIDs(capacity: capacity)
+    let ids = RecentIDs(capacity: capacity)
     let hashes = (0..<UInt64(200)).map { hash(home: 7, print: $0 % 3, rest: $0) }
     for (n, hash) in hashes.enumerated() {
       XCTAssertTrue(ids.insert(hash, id: nil, capacity: capacity), "\(n)")
@@ -74,7 +74,7 @@ final class RecentIDsTests: XCTestCase {
     XCTAssertEqual(RecentIDs.buckets(for: 10_000, capacity: 10_000), 1_112)
     XCTAssertEqual(RecentIDs.buckets(for: 1 << 40, capacity: 10_000), 1_112)
     XCTAssertEqual(RecentIDs.buckets(for: 1 << 40, capacity: 1), 1)
-    var ids = RecentIDs(capacity: 10_000)
+    let ids = RecentIDs(capacity: 10_000)
     for n in 0..<UInt64(10_000) {
       XCTAssertTrue(ids.insert(n &* 0xC2B2_AE3D_27D4_EB4F, id: nil, capacity: 10_000))
       XCTAssertEqual(ids.buckets, RecentIDs.buckets(for: n + 1, capacity: 10_000), "\(n)")
@@ -84,8 +84,31 @@ final class RecentIDsTests: XCTestCase {
     }
   }
 
+  func testTheNextRefillIsTheFirstInsertThatFillsTheBucketsOrReachesTheRefreshInterval() {
+    // The rule as a test over each insert: a refill after the insert that makes `inserted` a
+    // multiple of the refresh interval, or (within the window) as many as the buckets take.
+    func refills(_ inserted: UInt64, buckets: Int, capacity: Int) -> Bool {
+      inserted & (RecentIDs.refreshInterval - 1) == 0
+        || (inserted <= UInt64(capacity) && inserted >= UInt64(buckets * RecentIDs.idsPerBucket))
+    }
+    let interval = RecentIDs.refreshInterval
+    for capacity in [1, 2, 8, 9, 10, 18, 100, 1_000] {
+      let starts =
+        Array(0..<UInt64(3 * capacity + 2)) + [interval - 1, interval, 5 * interval - 3]
+      for inserted in starts {
+        let buckets = RecentIDs.buckets(for: inserted, capacity: capacity)
+        let next = RecentIDs.nextRefill(after: inserted, buckets: buckets, capacity: capacity)
+        let first =
+          (inserted + 1...inserted + UInt64(3 * capacity + 2)).first {
+            refills($0, buckets: buckets, capacity: capacity)
+          } ?? ((inserted / interval) + 1) * interval
+        XCTAssertEqual(next, first, "capacity \(capacity), after \(inserted)")
+      }
+    }
+  }
+
   func testPartsGiveTheSameRoomBackAndPartsThatCannotBeOneAreRefused() throws {
-    var room = RecentIDs(capacity: 20)
+    let room = RecentIDs(capacity: 20)
     for n in 1...35 {
       _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20)
       // Duplicates as the table grows leave its size to the inserts alone.
@@ -93,7 +116,7 @@ final class RecentIDsTests: XCTestCase {
       XCTAssertNotNil(RecentIDs(parts: room.parts, capacity: 20), "after \(n)")
     }
     let parts = room.parts
-    var back = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
+    let back = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
     XCTAssertEqual(back.oldestFirst, room.oldestFirst)
     for n in 16...35 {
       XCTAssertFalse(back.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20))
@@ -113,12 +136,12 @@ final class RecentIDsTests: XCTestCase {
   }
 
   func testATableWithNoFreeSlotStillEndsEveryInsert() throws {
-    var room = RecentIDs(capacity: 20)
+    let room = RecentIDs(capacity: 20)
     for n in 1...20 { _ = room.insert(UInt64(n) &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: 20) }
     var parts = room.parts
     // Every entry live, every overflow seq live: a snapshot no window writes, checksum and all.
     parts.table = parts.table.map { _ in (parts.table[0] & 0x3F_FFFF) }
-    var damaged = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
+    let damaged = try XCTUnwrap(RecentIDs(parts: parts, capacity: 20))
     for n in 100..<1_100 {
       _ = damaged.insert(UInt64(n) &* 0xC2B2_AE3D_27D4_EB4F, id: nil, capacity: 20)
     }
@@ -127,27 +150,40 @@ final class RecentIDsTests: XCTestCase {
 }
 
 extension RecentIDsTests {
-  func testACopyWrittenToAfterwardsKeepsEveryIDWhereverItsStorageLies() {
-    // Each copy's table is copied again on its first write, into storage that may start at
-    // another offset from a cache line than the first's: the buckets must move with it.
-    var original = RecentIDs(capacity: 500)
-    let hashes = (0..<UInt64(800)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
-    for hash in hashes[..<400] { _ = original.insert(hash, id: nil, capacity: 500) }
-    var keep: [[UInt8]] = []
-    var copies: [RecentIDs] = []  // kept, so that no copy's storage is another's again
-    for round in 0..<40 {
-      keep.append([UInt8](repeating: 0, count: 16 * round + 8))  // moves the allocator on
-      copies.append(original)
-      var copy = original
-      XCTAssertTrue(copy.insert(hashes[400 + round], id: nil, capacity: 500), "round \(round)")
-      for hash in hashes[..<400] {
-        XCTAssertFalse(copy.insert(hash, id: nil, capacity: 500), "round \(round)")
-        XCTAssertTrue(original.contains(hash, capacity: 500))
+  func testPartsTakenBeforeMoreInsertsStayAsTheyWereAndTheRoomGoesOn() throws {
+    // A snapshot takes a room's parts, then the room takes more ids (its ring grows, its table
+    // doubles and later refills): the parts keep what the room held then, and the room read
+    // back from them holds exactly that.
+    let room = RecentIDs(capacity: 500)
+    let hashes = (0..<UInt64(900)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
+    for hash in hashes[..<40] { _ = room.insert(hash, id: nil, capacity: 500) }
+    let parts = room.parts
+    for hash in hashes[40...] { XCTAssertTrue(room.insert(hash, id: nil, capacity: 500)) }
+    XCTAssertEqual(parts.ring, Array(hashes[..<40]))
+    XCTAssertEqual(parts.inserted, 40)
+    let back = try XCTUnwrap(RecentIDs(parts: parts, capacity: 500))
+    for hash in hashes[..<40] { XCTAssertTrue(back.contains(hash, capacity: 500)) }
+    for hash in hashes[40...] { XCTAssertFalse(back.contains(hash, capacity: 500)) }
+    XCTAssertEqual(room.oldestFirst, Array(hashes[400...]))
+    for hash in hashes[400...] { XCTAssertFalse(room.insert(hash, id: nil, capacity: 500)) }
+    for hash in hashes[..<400] { XCTAssertFalse(room.contains(hash, capacity: 500)) }
+  }
+
+  func testTheTableLiesOnACacheLinesBoundaryAtEverySize() {
+    // A bucket across two cache lines costs two misses: every table, as made and as grown,
+    // starts on a 64-byte boundary.
+    var rooms: [RecentIDs] = []
+    for capacity in [1, 9, 10, 500, 10_000] {
+      let room = RecentIDs(capacity: capacity)
+      for n in 0..<UInt64(capacity * 2) {
+        _ = room.insert(n &* 0x9E37_79B9_7F4A_7C15, id: nil, capacity: capacity)
+        if n.isMultiple(of: 97) || n == UInt64(capacity) {
+          XCTAssertEqual(room.tableAddress % 64, 0, "capacity \(capacity), insert \(n)")
+        }
       }
-      XCTAssertFalse(original.contains(hashes[400 + round], capacity: 500))
-      copies.append(copy)
+      rooms.append(room)
     }
-    XCTAssertEqual(keep.count + copies.count, 120)
+    XCTAssertEqual(rooms.count, 5)
   }
 
   func testAFullTableIsFilledAgainFromTheRingEveryRefreshInterval() throws {
@@ -155,7 +191,7 @@ extension RecentIDsTests {
     // fills it again from the ring, so each kept id is found again, and its free slots are
     // stale for long enough that none comes back to life before the refill after.
     let capacity = 20
-    var room = RecentIDs(capacity: capacity)
+    let room = RecentIDs(capacity: capacity)
     let hashes = (1...UInt64(21)).map { $0 &* 0x9E37_79B9_7F4A_7C15 }
     for hash in hashes.prefix(capacity) { _ = room.insert(hash, id: nil, capacity: capacity) }
     var parts = room.parts
@@ -163,7 +199,7 @@ extension RecentIDsTests {
     parts.head = Int(parts.inserted % UInt64(capacity))
     let stale = UInt32(truncatingIfNeeded: parts.inserted) &- 25
     parts.table = parts.table.map { _ in stale & 0x3F_FFFF }
-    var lost = try XCTUnwrap(RecentIDs(parts: parts, capacity: capacity))
+    let lost = try XCTUnwrap(RecentIDs(parts: parts, capacity: capacity))
     let kept = parts.ring
     for hash in kept { XCTAssertFalse(lost.contains(hash, capacity: capacity)) }
     XCTAssertTrue(lost.insert(hashes[20], id: nil, capacity: capacity))

@@ -173,7 +173,7 @@ enum DedupeSnapshot {
       let ring = reader.values(Int(ringCount), of: UInt64.self),
       let tableCount = reader.u32(), tableCount <= 2 * expected.capacity + RecentIDs.lanes,
       let table = reader.values(Int(tableCount), of: UInt32.self),
-      var ids = RecentIDs(
+      let ids = RecentIDs(
         parts: RecentIDs.Parts(inserted: inserted, head: Int(head), ring: ring, table: table),
         capacity: expected.capacity)
     else { return false }

@@ -14,9 +14,10 @@ import LinkCore
 /// recently seen gives its up. Nothing here touches the disk: `MessageStore` fills it from the
 /// store's tail at start and with every record it keeps.
 ///
-/// Every room's data lives in arrays of this value, one element a room, so each access is
-/// checked when compiled: a room kept as an object would cost a run-time exclusivity check on
-/// every field it touches, for every message.
+/// Every room's name and hash live in arrays of this value, one element a room; its ids are a
+/// `RecentIDs` object, written in place through a pointer, so an insert pays no uniqueness or
+/// exclusivity check for them. Copies of a window share those objects: keep one window (a
+/// snapshot is taken as bytes, `DedupeSnapshot`).
 struct DedupeWindow {
   /// The most ids a room keeps; 0 keeps none.
   let capacity: Int
@@ -31,7 +32,12 @@ struct DedupeWindow {
   /// last seen).
   private var rooms: [[UInt8]] = []
   private var roomHashes: [UInt32] = []
-  private var recent: [RecentIDs] = []
+  private var recent: [RecentIDs] = [] {
+    didSet { handles = recent.map(\.handle) }
+  }
+  /// Each room's `RecentIDs.handle`, which inserts go through (reading `recent` retained and
+  /// released the room's object for every message).
+  private var handles: [RecentIDs.Handle] = []
   /// Room indices by room hash (open addressing, linear probing; -1 is free), twice as many
   /// slots as rooms may keep windows.
   private var roomSlots: [Int32]
@@ -83,20 +89,11 @@ struct DedupeWindow {
     } else {
       index = self.index(of: [], hash: roomHash)
     }
-    return Self.insert(
+    let ids = handles[index]
+    ids.lastSeen = clock
+    return ids.insert(
       hasher.hash(id), id: keepsNewest ? id : nil, time: time?.microseconds ?? 0,
-      capacity: capacity, seen: clock, into: &recent[index])
-  }
-
-  /// Inserts into one room's ids and marks the room seen, in one access to its element: a
-  /// second access cost a uniqueness check of the array for every message.
-  @inline(__always)
-  private static func insert(
-    _ hash: UInt64, id: UnsafeRawBufferPointer?, time: Int64, capacity: Int, seen: UInt64,
-    into ids: inout RecentIDs
-  ) -> Bool {
-    ids.lastSeen = seen
-    return ids.insert(hash, id: id, time: time, capacity: capacity)
+      capacity: capacity)
   }
 
   /// `insert(room:id:)` for an id in any collection of bytes.
@@ -117,7 +114,7 @@ struct DedupeWindow {
     guard isEnabled, !hashes.isEmpty else { return }
     let index = self.index(of: room)
     let kept = recent[index]
-    var restored = RecentIDs(capacity: capacity)
+    let restored = RecentIDs(capacity: capacity)
     for hash in hashes.suffix(capacity) { _ = restored.insert(hash, id: nil, capacity: capacity) }
     for hash in kept.oldestFirst { _ = restored.insert(hash, id: nil, capacity: capacity) }
     if keepsNewest {
@@ -165,7 +162,6 @@ struct DedupeWindow {
   mutating func adopt(room: [UInt8], ids: RecentIDs) -> Bool {
     guard isEnabled, rooms.count < maxRooms, ids.count <= capacity, find(room).index == nil
     else { return false }
-    var ids = ids
     if !keepsNewest {
       ids.newest = nil
       ids.newestTime = 0
@@ -260,7 +256,7 @@ struct DedupeWindow {
     if rooms.count < maxRooms {
       rooms.append(room)
       roomHashes.append(hash)
-      var ids = RecentIDs(capacity: capacity)
+      let ids = RecentIDs(capacity: capacity)
       ids.lastSeen = clock
       recent.append(ids)
       roomSlots[slot] = Int32(rooms.count - 1)
@@ -270,7 +266,7 @@ struct DedupeWindow {
     let index = recent.indices.min { recent[$0].lastSeen < recent[$1].lastSeen } ?? 0
     rooms[index] = room
     roomHashes[index] = hash
-    var ids = RecentIDs(capacity: capacity)
+    let ids = RecentIDs(capacity: capacity)
     ids.lastSeen = clock
     recent[index] = ids
     roomSlots = Array(repeating: -1, count: roomSlots.count)
